@@ -1,0 +1,116 @@
+package plugin
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// toMap turns a typed object into its JSON form. It goes through encoding/json rather than
+// runtime.DefaultUnstructuredConverter because Istio's specs are protobuf messages whose JSON form
+// comes from their own MarshalJSON.
+func toMap(obj any) (map[string]any, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// desiredHash hashes the applied form of an object (without the hash annotation itself).
+// encoding/json sorts map keys, so the hash is stable.
+func desiredHash(m map[string]any) (string, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// contains reports whether every field set in want has the same value in got. Maps may hold more
+// (defaults the API server filled in, fields other writers own); lists must match element by
+// element, because Istio's lists (rules, principals) are atomic and an extra rule is a change.
+// It returns the path of the first difference, for logs and tests.
+func contains(got, want any, path string) (bool, string) {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return false, path
+		}
+		for k, wv := range w {
+			gv, ok := g[k]
+			if !ok {
+				if isEmpty(wv) {
+					continue
+				}
+				return false, path + "." + k
+			}
+			if ok, at := contains(gv, wv, path+"."+k); !ok {
+				return false, at
+			}
+		}
+		return true, ""
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return false, path
+		}
+		for i := range w {
+			if ok, at := contains(g[i], w[i], fmt.Sprintf("%s[%d]", path, i)); !ok {
+				return false, at
+			}
+		}
+		return true, ""
+	default:
+		return reflect.DeepEqual(got, want), path
+	}
+}
+
+// isEmpty is true for JSON values that server-side apply treats as unset.
+func isEmpty(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	}
+	return false
+}
+
+// ownedLabelKeys returns the label keys the field manager owns through server-side apply.
+func ownedLabelKeys(obj client.Object, manager string) (map[string]bool, error) {
+	keys := map[string]bool{}
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Labels map[string]json.RawMessage `json:"f:labels"`
+			} `json:"f:metadata"`
+		}
+		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
+			return nil, fmt.Errorf("managedFields of %s: %w", manager, err)
+		}
+		for k := range fields.Metadata.Labels {
+			if key, ok := strings.CutPrefix(k, "f:"); ok {
+				keys[key] = true
+			}
+		}
+	}
+	return keys, nil
+}

@@ -1,0 +1,94 @@
+package plugin
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+)
+
+// Plugin generates what one concern (the waypoint, the access policies, Pod Security) wants in a
+// user namespace.
+type Plugin interface {
+	// Name identifies the plugin. It names the field manager and the value of [PluginLabel], so it
+	// must be a DNS-1123 label and must never change: objects made under an old name are orphaned.
+	Name() string
+	// Kinds lists, as empty lists (such as &gatewayv1.GatewayList{}), every object type the plugin
+	// may emit in any configuration, so the runner can find and prune objects from an earlier
+	// configuration even when the plugin now emits none of that type.
+	Kinds() []client.ObjectList
+	// Generate returns what the plugin wants for t. It must be deterministic and must not call
+	// the API server: everything it may depend on is in t.
+	Generate(t Target) (Desired, error)
+}
+
+// PodObserver is implemented by plugins whose output depends on the pods running in the namespace
+// (Pod Security preflight, pods left with a sidecar). The runner lists pods only when one of its
+// plugins returns true.
+type PodObserver interface {
+	NeedsPods() bool
+}
+
+// Target is one user namespace as a plugin sees it.
+type Target struct {
+	// Namespace is the user namespace; it has the Profile's name.
+	Namespace string
+	// Owner is the Profile's owner name (an e-mail for a person). It is user input.
+	Owner string
+	// Profile is the whole Profile, for plugins that read spec.plugins. It is user input.
+	Profile *profilev1.Profile
+	// Observed is the current state, read by the runner before generation.
+	Observed Observed
+}
+
+// Observed is the cluster state the runner read for a namespace before generating.
+type Observed struct {
+	// Labels are the namespace's labels now, from every writer.
+	Labels map[string]string
+	// Objects are the objects of every plugin's Kinds in the namespace, made by anyone,
+	// status included.
+	Objects []client.Object
+	// Pods are the namespace's pods, listed only when a plugin is a PodObserver.
+	Pods []corev1.Pod
+}
+
+// Lookup returns the observed object of type T named name, if there is one.
+func Lookup[T client.Object](o Observed, name string) (T, bool) {
+	for _, obj := range o.Objects {
+		if t, ok := obj.(T); ok && obj.GetName() == name {
+			return t, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// Desired is what a plugin wants in one namespace.
+type Desired struct {
+	// Objects are typed objects (istio client-go, gateway-api, core), all in the target namespace.
+	// The runner adds the managed labels and the owner reference.
+	Objects []client.Object
+	// Labels are the namespace labels the plugin owns; a key it owned before and no longer lists is
+	// removed, unless another writer also set it.
+	Labels map[string]string
+	// LabelRequires gates labels: a label key here is set only once every listed object exists
+	// (applied in this run, or already present). Objects of other plugins may be named.
+	LabelRequires map[string][]Ref
+	// Waiting says why the plugin is not yet in its final state (for example "waiting for waypoint
+	// ..."); a non-empty list makes the Result ask for a requeue.
+	Waiting []string
+	// Warnings are things an admin should know that do not stop the plugin.
+	Warnings []string
+}
+
+// Ref names one object in the target namespace.
+type Ref struct {
+	schema.GroupKind
+	Name string
+}
+
+// String formats a Ref as Kind.group/name (Kind/name for the core group).
+func (r Ref) String() string {
+	return r.GroupKind.String() + "/" + r.Name
+}

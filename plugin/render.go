@@ -1,0 +1,83 @@
+package plugin
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+)
+
+// Rendering is what the plugins would write for one namespace if every write succeeded: a
+// preview for admins and the input of golden files.
+type Rendering struct {
+	// Namespace carries exactly the labels the plugins own (after label gating).
+	Namespace *unstructured.Unstructured
+	// Objects are the decorated objects in plugin order, then generation order.
+	Objects []*unstructured.Unstructured
+	// Waiting and Warnings are the plugins' own, prefixed with the plugin's name.
+	Waiting, Warnings []string
+}
+
+// Render generates t with every plugin, as Runner.Apply would, without an API server. An owner
+// reference is added only when t.Profile has a UID. Any plugin error fails the whole rendering.
+func Render(s *runtime.Scheme, plugins []Plugin, t Target) (*Rendering, error) {
+	res := &Result{}
+	for _, p := range plugins {
+		res.Plugins = append(res.Plugins, PluginResult{Plugin: p.Name()})
+	}
+	plans := plan(s, plugins, res, t)
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	out := &Rendering{}
+	exists := map[Ref]bool{}
+	for _, p := range plans {
+		for _, o := range p.objects {
+			exists[o.ref] = true
+			out.Objects = append(out.Objects, &unstructured.Unstructured{Object: o.data})
+		}
+	}
+	labels := map[string]string{}
+	for _, p := range plans {
+		for k, v := range gateLabels(p, exists) {
+			if prev, dup := labels[k]; dup && prev != v {
+				return nil, fmt.Errorf("namespace label %s: plugins disagree (%q and %q)", k, prev, v)
+			}
+			labels[k] = v
+		}
+	}
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(t.Namespace)
+	if len(labels) > 0 {
+		ns.SetLabels(labels)
+	}
+	out.Namespace = ns
+	out.Waiting = res.Waiting()
+	out.Warnings = res.Warnings()
+	return out, nil
+}
+
+// YAML writes the namespace and then every object as one multi-document YAML stream, with keys
+// sorted, so the same input always gives the same bytes.
+func (r *Rendering) YAML() ([]byte, error) {
+	var buf bytes.Buffer
+	for i, u := range append([]*unstructured.Unstructured{r.Namespace}, r.Objects...) {
+		if u == nil {
+			return nil, errors.New("rendering has no namespace")
+		}
+		data, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		buf.Write(data)
+	}
+	return buf.Bytes(), nil
+}

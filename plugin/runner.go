@@ -1,0 +1,473 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+)
+
+// DefaultWaitRequeue is how soon a waiting namespace is reconciled again when Runner.WaitRequeue
+// is zero. Controllers should also watch the objects waited for; this is the fallback.
+const DefaultWaitRequeue = 15 * time.Second
+
+// ErrNamespaceNotFound is returned when the Profile's namespace does not exist yet. The runner
+// never creates it: that is the profiles controller's job, and an apply would create it without
+// the controller's owner reference.
+var ErrNamespaceNotFound = errors.New("namespace not found")
+
+// Runner applies and revokes a set of plugins for one Profile at a time. It keeps no state between
+// calls and is safe for concurrent use on different Profiles.
+type Runner struct {
+	// Client writes. Its scheme must know every type the plugins emit (see AddToScheme).
+	Client client.Client
+	// Reader observes; a manager's cached client keeps steady-state reconciles free of API reads.
+	// It must see every object of the plugins' Kinds in the namespace, not only labelled ones, or
+	// foreign objects with managed names go unnoticed. Nil means Client.
+	Reader client.Reader
+	// Plugins run in this order within each phase.
+	Plugins []Plugin
+	// WaitRequeue is the requeue delay while a plugin waits; zero means DefaultWaitRequeue.
+	WaitRequeue time.Duration
+}
+
+// NewRunner checks the plugins' names and returns a Runner that reads and writes through c.
+func NewRunner(c client.Client, plugins ...Plugin) (*Runner, error) {
+	seen := map[string]bool{}
+	for i, p := range plugins {
+		name := p.Name()
+		if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+			return nil, fmt.Errorf("plugins[%d].Name() %q: %s", i, name, strings.Join(msgs, "; "))
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("plugins[%d].Name() %q: used by another plugin", i, name)
+		}
+		seen[name] = true
+	}
+	return &Runner{Client: c, Plugins: plugins}, nil
+}
+
+func (r *Runner) reader() client.Reader {
+	if r.Reader != nil {
+		return r.Reader
+	}
+	return r.Client
+}
+
+// planned is one plugin's generated state, decorated and keyed for the runner's phases.
+type planned struct {
+	plugin  Plugin
+	res     *PluginResult
+	desired Desired
+	objects []applyObject
+	failed  bool // generation failed: touch nothing of this plugin
+}
+
+type applyObject struct {
+	ref  Ref
+	gvk  schema.GroupVersionKind
+	data map[string]any // the apply body
+	ok   bool           // exists as desired after phase 1
+}
+
+// Apply brings the Profile's namespace to what the plugins want: objects first, then labels,
+// then pruning. Errors of one object or plugin are recorded in the Result and do not stop the
+// others; only a failure to observe the namespace stops the call.
+func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result {
+	res := r.newResult()
+	if profile.UID == "" {
+		res.Errors = append(res.Errors, fmt.Errorf("profile %q has no UID: pass the object read from the API server", profile.Name))
+		return res
+	}
+	ns, obs, err := r.observe(ctx, profile.Name)
+	if err != nil {
+		res.Errors = append(res.Errors, err)
+		return res
+	}
+	target := Target{Namespace: profile.Name, Owner: profile.Spec.Owner.Name, Profile: profile, Observed: obs}
+	plans := plan(r.Client.Scheme(), r.Plugins, res, target)
+
+	// Phase 1: objects. Policies must exist before any label enrols the namespace.
+	for _, p := range plans {
+		if !p.failed {
+			r.applyObjects(ctx, p, obs)
+		}
+	}
+	// Phase 2: labels, each gated on the objects it requires.
+	exists := existing(plans)
+	for _, p := range plans {
+		if !p.failed {
+			r.applyLabels(ctx, p, ns, gateLabels(p, exists))
+		}
+	}
+	// Phase 3: prune what plugins made earlier and want no more; protection comes down last.
+	for _, p := range plans {
+		if !p.failed {
+			r.prune(ctx, p, obs)
+		}
+	}
+	return res
+}
+
+// Revoke removes the labels every plugin owns on the namespace and then deletes every object the
+// plugins made there. It is idempotent, and a missing namespace is success.
+func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result {
+	res := r.newResult()
+	ns, obs, err := r.observe(ctx, profile.Name)
+	if errors.Is(err, ErrNamespaceNotFound) {
+		return res
+	}
+	if err != nil {
+		res.Errors = append(res.Errors, err)
+		return res
+	}
+	for i, p := range r.Plugins {
+		r.applyLabels(ctx, &planned{plugin: p, res: &res.Plugins[i]}, ns, map[string]string{})
+	}
+	for i, p := range r.Plugins {
+		r.prune(ctx, &planned{plugin: p, res: &res.Plugins[i]}, obs)
+	}
+	return res
+}
+
+func (r *Runner) newResult() *Result {
+	res := &Result{WaitRequeue: r.WaitRequeue}
+	if res.WaitRequeue == 0 {
+		res.WaitRequeue = DefaultWaitRequeue
+	}
+	for _, p := range r.Plugins {
+		res.Plugins = append(res.Plugins, PluginResult{Plugin: p.Name()})
+	}
+	return res
+}
+
+// observe reads the namespace and every object of the plugins' kinds in it.
+func (r *Runner) observe(ctx context.Context, name string) (*corev1.Namespace, Observed, error) {
+	ns := &corev1.Namespace{}
+	if err := r.reader().Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, Observed{}, fmt.Errorf("namespace %q: %w", name, ErrNamespaceNotFound)
+		}
+		return nil, Observed{}, fmt.Errorf("reading namespace %q: %w", name, err)
+	}
+	obs := Observed{Labels: ns.Labels}
+	listed := map[schema.GroupVersionKind]bool{}
+	wantPods := false
+	for _, p := range r.Plugins {
+		if po, ok := p.(PodObserver); ok && po.NeedsPods() {
+			wantPods = true
+		}
+		for _, l := range p.Kinds() {
+			gvk, err := apiutil.GVKForObject(l, r.Client.Scheme())
+			if err != nil {
+				return nil, Observed{}, fmt.Errorf("plugin %s: kind %T: %w", p.Name(), l, err)
+			}
+			if listed[gvk] {
+				continue
+			}
+			listed[gvk] = true
+			list := l.DeepCopyObject().(client.ObjectList)
+			if err := r.reader().List(ctx, list, client.InNamespace(name)); err != nil {
+				return nil, Observed{}, fmt.Errorf("listing %s in %q: %w", gvk.Kind, name, err)
+			}
+			items, err := meta.ExtractList(list)
+			if err != nil {
+				return nil, Observed{}, err
+			}
+			itemGVK := gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))
+			for _, it := range items {
+				obj := it.(client.Object)
+				obj.GetObjectKind().SetGroupVersionKind(itemGVK)
+				obs.Objects = append(obs.Objects, obj)
+			}
+		}
+	}
+	if wantPods {
+		pods := &corev1.PodList{}
+		if err := r.reader().List(ctx, pods, client.InNamespace(name)); err != nil {
+			return nil, Observed{}, fmt.Errorf("listing pods in %q: %w", name, err)
+		}
+		obs.Pods = pods.Items
+	}
+	return ns, obs, nil
+}
+
+// plan runs every plugin's Generate and turns its objects into apply bodies.
+func plan(s *runtime.Scheme, plugins []Plugin, res *Result, t Target) []*planned {
+	plans := make([]*planned, len(plugins))
+	for i, p := range plugins {
+		pl := &planned{plugin: p, res: &res.Plugins[i]}
+		plans[i] = pl
+		d, err := p.Generate(t)
+		if err == nil {
+			pl.desired = d
+			pl.objects, err = decorate(s, p, t, d.Objects)
+		}
+		if err != nil {
+			pl.failed = true
+			pl.res.Errors = append(pl.res.Errors, fmt.Errorf("plugin %s: %w", p.Name(), err))
+			continue
+		}
+		pl.res.Waiting = append(pl.res.Waiting, d.Waiting...)
+		pl.res.Warnings = append(pl.res.Warnings, d.Warnings...)
+	}
+	return plans
+}
+
+// decorate checks a plugin's objects and builds their apply bodies: managed labels, the Profile
+// as controller owner (when the Profile has a UID), no status, and the desired-hash annotation.
+func decorate(s *runtime.Scheme, p Plugin, t Target, objs []client.Object) ([]applyObject, error) {
+	kinds := map[schema.GroupVersionKind]bool{}
+	for _, l := range p.Kinds() {
+		gvk, err := apiutil.GVKForObject(l, s)
+		if err != nil {
+			return nil, err
+		}
+		kinds[gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))] = true
+	}
+	out := make([]applyObject, 0, len(objs))
+	seen := map[Ref]bool{}
+	for i, obj := range objs {
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			return nil, fmt.Errorf("objects[%d]: %w", i, err)
+		}
+		if !kinds[gvk] {
+			return nil, fmt.Errorf("objects[%d]: %s is not among the plugin's Kinds(), so it could never be pruned", i, gvk.Kind)
+		}
+		ref := Ref{GroupKind: gvk.GroupKind(), Name: obj.GetName()}
+		if obj.GetName() == "" {
+			return nil, fmt.Errorf("objects[%d] (%s): metadata.name is empty", i, gvk.Kind)
+		}
+		if ns := obj.GetNamespace(); ns != "" && ns != t.Namespace {
+			return nil, fmt.Errorf("objects[%d] (%s): metadata.namespace %q is not the target namespace %q", i, ref, ns, t.Namespace)
+		}
+		if seen[ref] {
+			return nil, fmt.Errorf("objects[%d]: %s is generated twice", i, ref)
+		}
+		seen[ref] = true
+
+		m, err := toMap(obj)
+		if err != nil {
+			return nil, fmt.Errorf("objects[%d] (%s): %w", i, ref, err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		u.SetGroupVersionKind(gvk)
+		u.SetNamespace(t.Namespace)
+		delete(u.Object, "status")
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[ManagedByLabel] = ManagedByValue
+		labels[PluginLabel] = p.Name()
+		u.SetLabels(labels)
+		if t.Profile != nil && t.Profile.UID != "" {
+			u.SetOwnerReferences([]metav1.OwnerReference{{
+				APIVersion:         profilev1.GroupVersion.String(),
+				Kind:               profilev1.Kind,
+				Name:               t.Profile.Name,
+				UID:                t.Profile.UID,
+				Controller:         ptrTo(true),
+				BlockOwnerDeletion: ptrTo(true),
+			}})
+		}
+		out = append(out, applyObject{ref: ref, gvk: gvk, data: u.Object})
+	}
+	return out, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func findObserved(obs Observed, gvk schema.GroupVersionKind, name string) client.Object {
+	for _, o := range obs.Objects {
+		if o.GetName() == name && o.GetObjectKind().GroupVersionKind() == gvk {
+			return o
+		}
+	}
+	return nil
+}
+
+func (r *Runner) applyObjects(ctx context.Context, p *planned, obs Observed) {
+	for i := range p.objects {
+		ao := &p.objects[i]
+		body, err := withHash(ao.data)
+		if err != nil {
+			p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: %s: %w", p.plugin.Name(), ao.ref, err))
+			continue
+		}
+		cur := findObserved(obs, ao.gvk, ao.ref.Name)
+		if cur != nil {
+			if !IsManagedBy(cur.GetLabels(), p.plugin.Name()) {
+				p.res.Errors = append(p.res.Errors, &ConflictError{Plugin: p.plugin.Name(), Ref: ao.ref, ManagedBy: managedBy(cur.GetLabels())})
+				continue
+			}
+			curMap, err := toMap(cur)
+			if err == nil {
+				if same, _ := contains(curMap, body, ""); same {
+					ao.ok = true
+					p.res.Unchanged = append(p.res.Unchanged, ao.ref)
+					continue
+				}
+			}
+		}
+		wctx, warnings := collectWarnings(ctx)
+		u := &unstructured.Unstructured{Object: body}
+		err = r.Client.Apply(wctx, client.ApplyConfigurationFromUnstructured(u),
+			client.FieldOwner(FieldManager(p.plugin.Name())), client.ForceOwnership)
+		p.res.Warnings = append(p.res.Warnings, warnings()...)
+		if err != nil {
+			p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: applying %s: %w", p.plugin.Name(), ao.ref, err))
+			continue
+		}
+		ao.ok = true
+		if cur == nil {
+			p.res.Created = append(p.res.Created, ao.ref)
+		} else {
+			p.res.Updated = append(p.res.Updated, ao.ref)
+		}
+	}
+}
+
+// withHash returns a copy of the apply body carrying the desired-hash annotation.
+func withHash(data map[string]any) (map[string]any, error) {
+	u := (&unstructured.Unstructured{Object: data}).DeepCopy()
+	h, err := desiredHash(u.Object)
+	if err != nil {
+		return nil, err
+	}
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[DesiredHashAnnotation] = h
+	u.SetAnnotations(ann)
+	return u.Object, nil
+}
+
+func managedBy(labels map[string]string) string {
+	if labels[ManagedByLabel] == "" {
+		return ""
+	}
+	if labels[PluginLabel] != "" {
+		return labels[ManagedByLabel] + " plugin " + labels[PluginLabel]
+	}
+	return labels[ManagedByLabel]
+}
+
+// existing is the set of objects that exist as desired after phase 1 and that no plugin prunes.
+func existing(plans []*planned) map[Ref]bool {
+	out := map[Ref]bool{}
+	for _, p := range plans {
+		for _, o := range p.objects {
+			if o.ok {
+				out[o.ref] = true
+			}
+		}
+	}
+	return out
+}
+
+// gateLabels drops every label whose required objects do not all exist, and says so.
+func gateLabels(p *planned, exists map[Ref]bool) map[string]string {
+	labels := maps.Clone(p.desired.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, key := range slices.Sorted(maps.Keys(p.desired.LabelRequires)) {
+		if _, wanted := labels[key]; !wanted {
+			continue
+		}
+		var missing []string
+		for _, ref := range p.desired.LabelRequires[key] {
+			if !exists[ref] {
+				missing = append(missing, ref.String())
+			}
+		}
+		if len(missing) > 0 {
+			delete(labels, key)
+			p.res.Waiting = append(p.res.Waiting, fmt.Sprintf("label %s withheld until %s exists", key, strings.Join(missing, ", ")))
+		}
+	}
+	return labels
+}
+
+// applyLabels makes the plugin's field manager own exactly labels on the namespace, and writes
+// only when that differs from what it owns now.
+func (r *Runner) applyLabels(ctx context.Context, p *planned, ns *corev1.Namespace, labels map[string]string) {
+	manager := FieldManager(p.plugin.Name())
+	owned, err := ownedLabelKeys(ns, manager)
+	if err != nil {
+		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: namespace %s: %w", p.plugin.Name(), ns.Name, err))
+		return
+	}
+	var set, removed []string
+	for k, v := range labels {
+		if cur, ok := ns.Labels[k]; !ok || cur != v || !owned[k] {
+			set = append(set, k)
+		}
+	}
+	for k := range owned {
+		if _, keep := labels[k]; !keep {
+			removed = append(removed, k)
+		}
+	}
+	if len(set) == 0 && len(removed) == 0 {
+		return
+	}
+	sort.Strings(set)
+	sort.Strings(removed)
+	wctx, warnings := collectWarnings(ctx)
+	err = r.Client.Apply(wctx, corev1ac.Namespace(ns.Name).WithLabels(labels),
+		client.FieldOwner(manager), client.ForceOwnership)
+	p.res.Warnings = append(p.res.Warnings, warnings()...)
+	if err != nil {
+		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: applying labels of namespace %s: %w", p.plugin.Name(), ns.Name, err))
+		return
+	}
+	p.res.LabelsSet = append(p.res.LabelsSet, set...)
+	p.res.LabelsRemoved = append(p.res.LabelsRemoved, removed...)
+}
+
+// prune deletes the plugin's observed objects that it no longer wants.
+func (r *Runner) prune(ctx context.Context, p *planned, obs Observed) {
+	want := map[Ref]bool{}
+	for _, o := range p.objects {
+		want[o.ref] = true
+	}
+	for _, cur := range obs.Objects {
+		if !IsManagedBy(cur.GetLabels(), p.plugin.Name()) {
+			continue
+		}
+		ref := Ref{GroupKind: cur.GetObjectKind().GroupVersionKind().GroupKind(), Name: cur.GetName()}
+		if want[ref] {
+			continue
+		}
+		uid := cur.GetUID()
+		err := r.Client.Delete(ctx, cur, client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) {
+			p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: deleting %s: %w", p.plugin.Name(), ref, err))
+			continue
+		}
+		p.res.Deleted = append(p.res.Deleted, ref)
+	}
+}
