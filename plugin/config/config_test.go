@@ -1,0 +1,108 @@
+package config_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	psaapi "k8s.io/pod-security-admission/api"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+)
+
+const header = "apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\n"
+
+func TestDefaults(t *testing.T) {
+	c, err := config.Parse([]byte(header))
+	require.NoError(t, err)
+	assert.Equal(t, config.Default(), c, "an empty document must mean the documented defaults")
+	assert.Equal(t, config.ModeAmbient, c.Mesh.Mode)
+	assert.Equal(t, "waypoint", c.Mesh.Waypoint.Name)
+	assert.Equal(t, "istio-waypoint", c.Mesh.Waypoint.ClassName)
+	assert.Equal(t, "service", c.Mesh.Waypoint.For)
+	assert.Equal(t, "ns-owner-access-istio", c.Authorization.OwnerPolicyName)
+	assert.Equal(t, "kubeflow-userid", c.Authorization.UserIDHeader)
+	assert.Equal(t, "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account", c.Authorization.Principals.IngressGateway)
+	assert.Equal(t, "cluster.local/ns/kubeflow/sa/katib-controller", c.Authorization.Principals.KatibController)
+	assert.Equal(t, []string{"/healthz", "/metrics", "/wait-for-drain"}, c.Authorization.HealthPaths)
+	assert.Equal(t, config.LevelVersion{Level: psaapi.LevelBaseline, Version: "latest"}, c.PodSecurity.Enforce)
+	assert.Equal(t, config.LevelVersion{Level: psaapi.LevelRestricted, Version: "latest"}, c.PodSecurity.Warn)
+}
+
+func TestPrincipalDefaultsFollowTheTrustDomain(t *testing.T) {
+	c, err := config.Parse([]byte(header + "mesh: {trustDomain: corp.example}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "corp.example/ns/kubeflow/sa/ml-pipeline-ui", c.Authorization.Principals.PipelinesUI)
+}
+
+func TestExplicitValuesAreKept(t *testing.T) {
+	c, err := config.Parse([]byte(header + `
+mesh: {mode: sidecar, revision: canary, waypoint: {name: wp, className: my-class, for: all}}
+authorization: {userIdHeader: x-user, userIdPrefix: "accounts.google.com:", healthPaths: []}
+podSecurity: {enforce: {level: restricted, version: v1.35}}
+`))
+	require.NoError(t, err)
+	assert.Equal(t, config.ModeSidecar, c.Mesh.Mode)
+	assert.Equal(t, "canary", c.Mesh.Revision)
+	assert.Equal(t, config.Waypoint{Name: "wp", ClassName: "my-class", For: "all"}, c.Mesh.Waypoint)
+	assert.Equal(t, "accounts.google.com:", c.Authorization.UserIDPrefix)
+	assert.Empty(t, c.Authorization.HealthPaths, "an explicit empty list closes the health paths")
+	assert.Equal(t, config.LevelVersion{Level: psaapi.LevelRestricted, Version: "v1.35"}, c.PodSecurity.Enforce)
+}
+
+// Every bad input is refused with the field path and, where there is one, the bad value.
+func TestBadConfig(t *testing.T) {
+	cases := []struct {
+		name, doc string
+		want      []string
+	}{
+		{"wrong apiVersion", "apiVersion: v1\nkind: PluginConfig\n", []string{"apiVersion", `"v1"`}},
+		{"wrong kind", "apiVersion: " + config.APIVersion + "\nkind: Config\n", []string{"kind", `"Config"`}},
+		{"unknown top-level field", header + "meshh: {}\n", []string{`unknown field "meshh"`}},
+		{"unknown nested field", header + "mesh: {waypoint: {nam: x}}\n", []string{`unknown field "mesh.waypoint.nam"`}},
+		{"duplicate key", header + "mesh: {mode: ambient, mode: sidecar}\n", []string{`"mode"`}},
+		{"wrong type", header + "mesh: {mode: [ambient]}\n", []string{"mesh.mode"}},
+		{"mode", header + "mesh: {mode: hybrid}\n", []string{"mesh.mode", `"hybrid"`, "ambient", "sidecar", "none"}},
+		{"trust domain", header + "mesh: {trustDomain: Corp.Example}\n", []string{"mesh.trustDomain", `"Corp.Example"`}},
+		{"revision not a label", header + "mesh: {revision: Canary}\n", []string{"mesh.revision", `"Canary"`}},
+		{"waypoint name too long", header + "mesh: {waypoint: {name: " + string(make64()) + "}}\n", []string{"mesh.waypoint.name", "63"}},
+		{"waypoint name none", header + "mesh: {waypoint: {name: none}}\n", []string{"mesh.waypoint.name", `"none"`, "reserved"}},
+		{"waypoint name upper case", header + "mesh: {waypoint: {name: Waypoint}}\n", []string{"mesh.waypoint.name", `"Waypoint"`}},
+		{"waypoint class", header + "mesh: {waypoint: {className: 'a b'}}\n", []string{"mesh.waypoint.className", `"a b"`}},
+		{"waypoint for none", header + "mesh: {waypoint: {for: none}}\n", []string{"mesh.waypoint.for", `"none"`, "never run"}},
+		{"waypoint for other", header + "mesh: {waypoint: {for: pods}}\n", []string{"mesh.waypoint.for", `"pods"`}},
+		{"policy name", header + "authorization: {ownerPolicyName: Owner_Policy}\n", []string{"authorization.ownerPolicyName", `"Owner_Policy"`}},
+		{"header name", header + "authorization: {userIdHeader: 'user id'}\n", []string{"authorization.userIdHeader", `"user id"`}},
+		{"prefix with newline", header + "authorization: {userIdPrefix: \"a\\r\\nb\"}\n", []string{"authorization.userIdPrefix", "control characters"}},
+		{"prefix with comma", header + "authorization: {userIdPrefix: 'a,b'}\n", []string{"authorization.userIdPrefix", "comma"}},
+		{"principal shape", header + "authorization: {principals: {ingressGateway: istio-system/ingress}}\n", []string{"authorization.principals.ingressGateway", `"istio-system/ingress"`}},
+		{"principal namespace", header + "authorization: {principals: {katibController: cluster.local/ns/Kubeflow/sa/katib}}\n", []string{"authorization.principals.katibController", "namespace"}},
+		{"principal trust domain", header + "authorization: {principals: {pipelinesUI: CLUSTER/ns/kubeflow/sa/ui}}\n", []string{"authorization.principals.pipelinesUI", "trust domain"}},
+		{"health path", header + "authorization: {healthPaths: [healthz]}\n", []string{"authorization.healthPaths[0]", `"healthz"`}},
+		{"pss level", header + "podSecurity: {enforce: {level: strict}}\n", []string{"podSecurity.enforce.level", `"strict"`, "baseline"}},
+		{"pss version", header + "podSecurity: {warn: {version: v1.30.1}}\n", []string{"podSecurity.warn.version", `"v1.30.1"`}},
+		{"pss version leading zero", header + "podSecurity: {audit: {version: v1.01}}\n", []string{"podSecurity.audit.version", `"v1.01"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(tc.doc))
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	_, err := config.Load("testdata/does-not-exist.yaml")
+	assert.ErrorContains(t, err, "testdata/does-not-exist.yaml")
+}
+
+func make64() []byte {
+	b := make([]byte, 64)
+	for i := range b {
+		b[i] = 'a'
+	}
+	return b
+}

@@ -1,0 +1,105 @@
+package config
+
+import psaapi "k8s.io/pod-security-admission/api"
+
+const (
+	// APIVersion is the apiVersion of the configuration document.
+	APIVersion = "profile-plugins.kubeflow-ambient.io/v1alpha1"
+	// Kind is the kind of the configuration document.
+	Kind = "PluginConfig"
+)
+
+// Config configures every plugin. The zero value is not valid; use [Default] or [Parse].
+type Config struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+
+	// Mesh selects the data plane user namespaces join and how.
+	Mesh Mesh `json:"mesh,omitempty"`
+	// Authorization shapes the owner and contributor access policies.
+	Authorization Authorization `json:"authorization,omitempty"`
+	// PodSecurity sets the Pod Security Standards labels of user namespaces.
+	PodSecurity PodSecurity `json:"podSecurity,omitempty"`
+}
+
+// MeshMode is how user namespaces join the Istio mesh.
+type MeshMode string
+
+const (
+	// ModeAmbient enrols namespaces in Istio's ambient mesh with a waypoint each.
+	ModeAmbient MeshMode = "ambient"
+	// ModeSidecar labels namespaces for sidecar injection, as Kubeflow always has.
+	ModeSidecar MeshMode = "sidecar"
+	// ModeNone manages no mesh objects or labels.
+	ModeNone MeshMode = "none"
+)
+
+// Mesh configures the data plane.
+type Mesh struct {
+	// Mode is ambient, sidecar or none. Default: ambient.
+	Mode MeshMode `json:"mode,omitempty"`
+	// TrustDomain is the mesh's SPIFFE trust domain, used in every principal this module writes.
+	// Default: cluster.local.
+	TrustDomain string `json:"trustDomain,omitempty"`
+	// Revision, when set, is written as the istio.io/rev label on namespaces and waypoints.
+	// Default: none.
+	Revision string `json:"revision,omitempty"`
+	// Waypoint configures the per-namespace waypoint in ambient mode.
+	Waypoint Waypoint `json:"waypoint,omitempty"`
+}
+
+// Waypoint configures the waypoint Gateway.
+type Waypoint struct {
+	// Name of the Gateway (and of its ServiceAccount). Default: waypoint.
+	Name string `json:"name,omitempty"`
+	// ClassName is the GatewayClass. Default: istio-waypoint.
+	ClassName string `json:"className,omitempty"`
+	// For is the istio.io/waypoint-for label: service, workload or all. Default: service.
+	For string `json:"for,omitempty"`
+}
+
+// Authorization configures the access policies.
+type Authorization struct {
+	// OwnerPolicyName is the owner's AuthorizationPolicy. Default: ns-owner-access-istio.
+	OwnerPolicyName string `json:"ownerPolicyName,omitempty"`
+	// UserIDHeader carries the authenticated user at the ingress. Default: kubeflow-userid.
+	UserIDHeader string `json:"userIdHeader,omitempty"`
+	// UserIDPrefix is put before the user in that header. Default: empty.
+	UserIDPrefix string `json:"userIdPrefix,omitempty"`
+	// Principals of the Kubeflow components that call into user namespaces.
+	Principals Principals `json:"principals,omitempty"`
+	// HealthPaths are reachable without identity, for kubelet probes through the mesh.
+	// Default: /healthz, /metrics, /wait-for-drain.
+	HealthPaths []string `json:"healthPaths,omitempty"`
+}
+
+// Principals are SPIFFE principals (<trust domain>/ns/<namespace>/sa/<service account>). Each
+// default uses Mesh.TrustDomain.
+type Principals struct {
+	// IngressGateway forwards users' requests. Default: istio-system/istio-ingressgateway-service-account.
+	IngressGateway string `json:"ingressGateway,omitempty"`
+	// PipelinesUI reads pipeline artifacts for the user. Default: kubeflow/ml-pipeline-ui.
+	PipelinesUI string `json:"pipelinesUI,omitempty"`
+	// NotebookController polls notebook kernels. Default: kubeflow/notebook-controller-service-account.
+	NotebookController string `json:"notebookController,omitempty"`
+	// KatibController collects trial metrics. Default: kubeflow/katib-controller.
+	KatibController string `json:"katibController,omitempty"`
+}
+
+// PodSecurity configures the pod-security.kubernetes.io labels.
+type PodSecurity struct {
+	// Enforce rejects violating pods. Default: baseline at latest.
+	Enforce LevelVersion `json:"enforce,omitempty"`
+	// Audit records violations in the audit log. Default: restricted at latest.
+	Audit LevelVersion `json:"audit,omitempty"`
+	// Warn warns the user who creates a violating pod. Default: restricted at latest.
+	Warn LevelVersion `json:"warn,omitempty"`
+}
+
+// LevelVersion is a Pod Security level and the version of its checks.
+type LevelVersion struct {
+	// Level is privileged, baseline or restricted.
+	Level psaapi.Level `json:"level,omitempty"`
+	// Version is latest or v1.<minor>. Default: latest.
+	Version string `json:"version,omitempty"`
+}

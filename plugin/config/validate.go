@@ -1,0 +1,175 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	psaapi "k8s.io/pod-security-admission/api"
+)
+
+// Validate checks a defaulted configuration. The error lists every problem, each with its field
+// path and bad value.
+func (c *Config) Validate() error {
+	var errs field.ErrorList
+	if c.APIVersion != APIVersion {
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), c.APIVersion, "must be "+APIVersion))
+	}
+	if c.Kind != Kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), c.Kind, "must be "+Kind))
+	}
+	errs = append(errs, c.Mesh.validate(field.NewPath("mesh"))...)
+	errs = append(errs, c.Authorization.validate(field.NewPath("authorization"))...)
+	errs = append(errs, c.PodSecurity.validate(field.NewPath("podSecurity"))...)
+	return errs.ToAggregate()
+}
+
+func (m *Mesh) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch m.Mode {
+	case ModeAmbient, ModeSidecar, ModeNone:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("mode"), m.Mode, []MeshMode{ModeAmbient, ModeSidecar, ModeNone}))
+	}
+	errs = append(errs, ValidateTrustDomain(path.Child("trustDomain"), m.TrustDomain)...)
+	if m.Revision != "" {
+		errs = append(errs, dns1123Label(path.Child("revision"), m.Revision)...)
+	}
+	wp := path.Child("waypoint")
+	errs = append(errs, dns1123Label(wp.Child("name"), m.Waypoint.Name)...)
+	if m.Waypoint.Name == "none" {
+		// istio.io/use-waypoint=none means "no waypoint", so a waypoint cannot be called that.
+		errs = append(errs, field.Invalid(wp.Child("name"), m.Waypoint.Name, `"none" is reserved by Istio to opt out of waypoints`))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(m.Waypoint.ClassName) {
+		errs = append(errs, field.Invalid(wp.Child("className"), m.Waypoint.ClassName, msg))
+	}
+	switch m.Waypoint.For {
+	case "service", "workload", "all":
+	case "none":
+		errs = append(errs, field.Invalid(wp.Child("for"), m.Waypoint.For,
+			`a waypoint for "none" carries no traffic, so its L7 policy would never run`))
+	default:
+		errs = append(errs, field.NotSupported(wp.Child("for"), m.Waypoint.For, []string{"service", "workload", "all"}))
+	}
+	return errs
+}
+
+func (a *Authorization) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(a.OwnerPolicyName) {
+		errs = append(errs, field.Invalid(path.Child("ownerPolicyName"), a.OwnerPolicyName, msg))
+	}
+	if !httpToken.MatchString(a.UserIDHeader) {
+		errs = append(errs, field.Invalid(path.Child("userIdHeader"), a.UserIDHeader, "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)"))
+	}
+	errs = append(errs, ValidateHeaderValue(path.Child("userIdPrefix"), a.UserIDPrefix, true)...)
+	pp := path.Child("principals")
+	for name, v := range map[string]string{
+		"ingressGateway":     a.Principals.IngressGateway,
+		"pipelinesUI":        a.Principals.PipelinesUI,
+		"notebookController": a.Principals.NotebookController,
+		"katibController":    a.Principals.KatibController,
+	} {
+		errs = append(errs, ValidatePrincipal(pp.Child(name), v)...)
+	}
+	for i, p := range a.HealthPaths {
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " \t\r\n*") {
+			errs = append(errs, field.Invalid(path.Child("healthPaths").Index(i), p, "must be an absolute path without spaces or wildcards"))
+		}
+	}
+	// field.ErrorList from a map loop would come out in random order.
+	sortByField(errs)
+	return errs
+}
+
+func (p *PodSecurity) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, lv := range []struct {
+		name string
+		v    LevelVersion
+	}{{"enforce", p.Enforce}, {"audit", p.Audit}, {"warn", p.Warn}} {
+		errs = append(errs, lv.v.Validate(path.Child(lv.name))...)
+	}
+	return errs
+}
+
+// Validate checks a level and version with the Pod Security admission library's own parsers.
+func (lv LevelVersion) Validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if _, err := psaapi.ParseLevel(string(lv.Level)); err != nil {
+		errs = append(errs, field.NotSupported(path.Child("level"), lv.Level,
+			[]psaapi.Level{psaapi.LevelPrivileged, psaapi.LevelBaseline, psaapi.LevelRestricted}))
+	}
+	if _, err := psaapi.ParseVersion(lv.Version); err != nil {
+		errs = append(errs, field.Invalid(path.Child("version"), lv.Version, `must be "latest" or "v1.<minor>"`))
+	}
+	return errs
+}
+
+var (
+	httpToken = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+	// trustDomainRE follows SPIFFE: lowercase letters, digits, dots, dashes and underscores.
+	trustDomainRE = regexp.MustCompile(`^[a-z0-9._-]+$`)
+)
+
+// ValidateTrustDomain checks a SPIFFE trust domain.
+func ValidateTrustDomain(path *field.Path, td string) field.ErrorList {
+	if td == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	if len(td) > 255 || !trustDomainRE.MatchString(td) {
+		return field.ErrorList{field.Invalid(path, td, "must be a SPIFFE trust domain: lowercase letters, digits, '.', '-' and '_'")}
+	}
+	return nil
+}
+
+// ValidatePrincipal checks an Istio principal <trust domain>/ns/<namespace>/sa/<service account>.
+func ValidatePrincipal(path *field.Path, p string) field.ErrorList {
+	parts := strings.Split(p, "/")
+	if len(parts) != 5 || parts[1] != "ns" || parts[3] != "sa" {
+		return field.ErrorList{field.Invalid(path, p, "must look like <trust domain>/ns/<namespace>/sa/<service account>")}
+	}
+	var errs field.ErrorList
+	if len(ValidateTrustDomain(path, parts[0])) > 0 {
+		errs = append(errs, field.Invalid(path, p, fmt.Sprintf("trust domain %q: lowercase letters, digits, '.', '-' and '_' only", parts[0])))
+	}
+	if msgs := validation.IsDNS1123Label(parts[2]); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path, p, "namespace "+strings.Join(msgs, "; ")))
+	}
+	if msgs := validation.IsDNS1123Subdomain(parts[4]); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path, p, "service account "+strings.Join(msgs, "; ")))
+	}
+	return errs
+}
+
+// ValidateHeaderValue checks a string that ends up inside an HTTP header value matched by a
+// policy: no control characters (CR/LF would split headers), no commas (a comma joins header
+// values, so "a,b" could match a forged list) and, unless allowEmpty, not empty.
+func ValidateHeaderValue(path *field.Path, v string, allowEmpty bool) field.ErrorList {
+	if v == "" {
+		if allowEmpty {
+			return nil
+		}
+		return field.ErrorList{field.Required(path, "")}
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return field.ErrorList{field.Invalid(path, v, "must not contain control characters such as CR or LF")}
+		}
+		if r == ',' {
+			return field.ErrorList{field.Invalid(path, v, "must not contain a comma: header values are joined with commas")}
+		}
+	}
+	return nil
+}
+
+func dns1123Label(path *field.Path, v string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(v) {
+		errs = append(errs, field.Invalid(path, v, msg))
+	}
+	return errs
+}
