@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -42,12 +43,7 @@ func Render(s *runtime.Scheme, plugins []Plugin, t Target) (*Rendering, error) {
 	}
 	labels := map[string]string{}
 	for _, p := range plans {
-		for k, v := range gateLabels(p, exists) {
-			if prev, dup := labels[k]; dup && prev != v {
-				return nil, fmt.Errorf("namespace label %s: plugins disagree (%q and %q)", k, prev, v)
-			}
-			labels[k] = v
-		}
+		maps.Copy(labels, gateLabels(p, exists))
 	}
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")

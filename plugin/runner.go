@@ -229,7 +229,34 @@ func plan(s *runtime.Scheme, plugins []Plugin, res *Result, t Target) []*planned
 		pl.res.Waiting = append(pl.res.Waiting, d.Waiting...)
 		pl.res.Warnings = append(pl.res.Warnings, d.Warnings...)
 	}
+	refuseLabelClashes(plans)
 	return plans
+}
+
+// refuseLabelClashes stops two plugins from fighting over one namespace label: both would force
+// their value on every reconcile. The earlier plugin keeps the key; the later one gets an error.
+func refuseLabelClashes(plans []*planned) {
+	type claim struct{ plugin, value string }
+	claims := map[string]claim{}
+	for _, p := range plans {
+		if p.failed {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(p.desired.Labels)) {
+			v := p.desired.Labels[k]
+			c, taken := claims[k]
+			if !taken {
+				claims[k] = claim{p.plugin.Name(), v}
+				continue
+			}
+			if c.value != v {
+				p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: namespace label %s=%q clashes with plugin %s's %q; it is not applied",
+					p.plugin.Name(), k, v, c.plugin, c.value))
+				p.desired.Labels = maps.Clone(p.desired.Labels)
+				delete(p.desired.Labels, k)
+			}
+		}
+	}
 }
 
 // decorate checks a plugin's objects and builds their apply bodies: managed labels, the Profile

@@ -411,3 +411,19 @@ func TestNewRunnerChecksNames(t *testing.T) {
 	_, err = plugin.NewRunner(nil, &testPlugin{name: "a"}, &testPlugin{name: "a"})
 	assert.ErrorContains(t, err, `plugins[1].Name() "a": used by another plugin`)
 }
+
+func TestPluginsCannotFightOverALabel(t *testing.T) {
+	e := newEnv(t)
+	a := &testPlugin{name: "a", labels: map[string]string{"shared": "one", "same": "x"}}
+	b := &testPlugin{name: "b", labels: map[string]string{"shared": "two", "same": "x", "own": "y"}}
+	res := newRunner(t, e, a, b).Apply(context.Background(), testProfile())
+
+	require.ErrorContains(t, res.Err(), `plugin b: namespace label shared="two" clashes with plugin a's "one"`)
+	labels := e.namespace(t).Labels
+	assert.Equal(t, "one", labels["shared"])
+	assert.Equal(t, "x", labels["same"], "agreeing plugins may share a label")
+	assert.Equal(t, "y", labels["own"])
+
+	_, err := plugin.Render(plugin.NewScheme(), []plugin.Plugin{a, b}, plugin.Target{Namespace: ns})
+	assert.ErrorContains(t, err, "clashes")
+}
