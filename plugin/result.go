@@ -75,7 +75,9 @@ func (r *Result) Changed() bool {
 }
 
 // Waiting lists every plugin's waiting reasons, each prefixed with the plugin's name.
-func (r *Result) Waiting() []string { return r.collect(func(p PluginResult) []string { return p.Waiting }) }
+func (r *Result) Waiting() []string {
+	return r.collect(func(p PluginResult) []string { return p.Waiting })
+}
 
 // Warnings lists every plugin's warnings, each prefixed with the plugin's name.
 func (r *Result) Warnings() []string {

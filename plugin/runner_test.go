@@ -132,9 +132,11 @@ func newRunner(t *testing.T, c client.Client, plugins ...plugin.Plugin) *plugin.
 func TestApplyCreatesDecoratedObjectsAndLabels(t *testing.T) {
 	e := newEnv(t)
 	p := &testPlugin{
-		name:    "mesh",
-		objects: func(plugin.Target) []client.Object { return []client.Object{configMap("cfg", map[string]string{"a": "1"})} },
-		labels:  map[string]string{"istio.io/dataplane-mode": "ambient"},
+		name: "mesh",
+		objects: func(plugin.Target) []client.Object {
+			return []client.Object{configMap("cfg", map[string]string{"a": "1"})}
+		},
+		labels: map[string]string{"istio.io/dataplane-mode": "ambient"},
 	}
 	res := newRunner(t, e, p).Apply(context.Background(), testProfile())
 	require.NoError(t, res.Err())
@@ -344,9 +346,11 @@ func TestFailedGenerationKeepsEverything(t *testing.T) {
 func TestRevoke(t *testing.T) {
 	e := newEnv(t)
 	p := &testPlugin{
-		name:    "mesh",
-		objects: func(plugin.Target) []client.Object { return []client.Object{configMap("cfg", nil), policy("owner", ns)} },
-		labels:  map[string]string{"istio.io/dataplane-mode": "ambient"},
+		name: "mesh",
+		objects: func(plugin.Target) []client.Object {
+			return []client.Object{configMap("cfg", nil), policy("owner", ns)}
+		},
+		labels: map[string]string{"istio.io/dataplane-mode": "ambient"},
 	}
 	foreign := configMap("users-own", nil)
 	foreign.Namespace = ns

@@ -11,7 +11,6 @@ package main
 
 import (
 	_ "embed"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	psaapi "k8s.io/pod-security-admission/api"
 )
 
@@ -118,6 +116,3 @@ func flagSource(configPath, mode, enforce string) string {
 	}
 	return strings.Join(from, " with ")
 }
-
-var _ = errors.New
-var _ = field.NewPath
