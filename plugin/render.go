@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -58,11 +59,29 @@ func Render(s *runtime.Scheme, plugins []Plugin, t Target) (*Rendering, error) {
 	return out, nil
 }
 
+// EncodeYAML writes typed objects as one multi-document YAML stream in the same form as
+// Rendering.YAML: apiVersion and kind from s, no status, no empty creationTimestamp.
+func EncodeYAML(s *runtime.Scheme, objs ...client.Object) ([]byte, error) {
+	r := &Rendering{}
+	for _, o := range objs {
+		u, err := cleanUnstructured(s, o)
+		if err != nil {
+			return nil, err
+		}
+		r.Objects = append(r.Objects, u)
+	}
+	return r.encode(r.Objects)
+}
+
 // YAML writes the namespace and then every object as one multi-document YAML stream, with keys
 // sorted, so the same input always gives the same bytes.
 func (r *Rendering) YAML() ([]byte, error) {
+	return r.encode(append([]*unstructured.Unstructured{r.Namespace}, r.Objects...))
+}
+
+func (r *Rendering) encode(objs []*unstructured.Unstructured) ([]byte, error) {
 	var buf bytes.Buffer
-	for i, u := range append([]*unstructured.Unstructured{r.Namespace}, r.Objects...) {
+	for i, u := range objs {
 		if u == nil {
 			return nil, errors.New("rendering has no namespace")
 		}

@@ -292,15 +292,11 @@ func decorate(s *runtime.Scheme, p Plugin, t Target, objs []client.Object) ([]ap
 		}
 		seen[ref] = true
 
-		m, err := toMap(obj)
+		u, err := cleanUnstructured(s, obj)
 		if err != nil {
 			return nil, fmt.Errorf("objects[%d] (%s): %w", i, ref, err)
 		}
-		u := &unstructured.Unstructured{Object: m}
-		u.SetGroupVersionKind(gvk)
 		u.SetNamespace(t.Namespace)
-		delete(u.Object, "status")
-		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 		labels := u.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}
@@ -321,6 +317,24 @@ func decorate(s *runtime.Scheme, p Plugin, t Target, objs []client.Object) ([]ap
 		out = append(out, applyObject{ref: ref, gvk: gvk, data: u.Object})
 	}
 	return out, nil
+}
+
+// cleanUnstructured is obj's JSON form with apiVersion and kind from the scheme, without status
+// (never ours to apply) and without the empty creationTimestamp typed objects marshal.
+func cleanUnstructured(s *runtime.Scheme, obj client.Object) (*unstructured.Unstructured, error) {
+	gvk, err := apiutil.GVKForObject(obj, s)
+	if err != nil {
+		return nil, err
+	}
+	m, err := toMap(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	delete(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return u, nil
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -21,6 +21,10 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, "istio-waypoint", c.Mesh.Waypoint.ClassName)
 	assert.Equal(t, "service", c.Mesh.Waypoint.For)
 	assert.Equal(t, "ns-owner-access-istio", c.Authorization.OwnerPolicyName)
+	assert.Equal(t, "ns-owner-access-istio-ztunnel", c.Authorization.ZtunnelPolicyName)
+	assert.Equal(t, "istio-system", c.Mesh.RootNamespace)
+	assert.True(t, *c.Mesh.IngressUseWaypoint)
+	assert.True(t, *c.Mesh.Waypoint.SeccompPatch)
 	assert.Equal(t, "kubeflow-userid", c.Authorization.UserIDHeader)
 	assert.Equal(t, "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account", c.Authorization.Principals.IngressGateway)
 	assert.Equal(t, "cluster.local/ns/kubeflow/sa/katib-controller", c.Authorization.Principals.KatibController)
@@ -44,7 +48,9 @@ podSecurity: {enforce: {level: restricted, version: v1.35}}
 	require.NoError(t, err)
 	assert.Equal(t, config.ModeSidecar, c.Mesh.Mode)
 	assert.Equal(t, "canary", c.Mesh.Revision)
-	assert.Equal(t, config.Waypoint{Name: "wp", ClassName: "my-class", For: "all"}, c.Mesh.Waypoint)
+	assert.Equal(t, "wp", c.Mesh.Waypoint.Name)
+	assert.Equal(t, "my-class", c.Mesh.Waypoint.ClassName)
+	assert.Equal(t, "all", c.Mesh.Waypoint.For)
 	assert.Equal(t, "accounts.google.com:", c.Authorization.UserIDPrefix)
 	assert.Empty(t, c.Authorization.HealthPaths, "an explicit empty list closes the health paths")
 	assert.Equal(t, config.LevelVersion{Level: psaapi.LevelRestricted, Version: "v1.35"}, c.PodSecurity.Enforce)
@@ -79,6 +85,13 @@ func TestBadConfig(t *testing.T) {
 		{"principal namespace", header + "authorization: {principals: {katibController: cluster.local/ns/Kubeflow/sa/katib}}\n", []string{"authorization.principals.katibController", "namespace"}},
 		{"principal trust domain", header + "authorization: {principals: {pipelinesUI: CLUSTER/ns/kubeflow/sa/ui}}\n", []string{"authorization.principals.pipelinesUI", "trust domain"}},
 		{"health path", header + "authorization: {healthPaths: [healthz]}\n", []string{"authorization.healthPaths[0]", `"healthz"`}},
+		{"shared waypoint", header + "mesh: {waypoint: {namespace: istio-waypoints}}\n", []string{"mesh.waypoint.namespace", `"istio-waypoints"`, "not supported"}},
+		{"waypoint label", header + "mesh: {waypoint: {labels: {'a b': x}}}\n", []string{"mesh.waypoint.labels", `"a b"`}},
+		{"waypoint annotation", header + "mesh: {waypoint: {annotations: {'/x': y}}}\n", []string{"mesh.waypoint.annotations"}},
+		{"root namespace", header + "mesh: {rootNamespace: Istio}\n", []string{"mesh.rootNamespace", `"Istio"`}},
+		{"restricted without seccomp patch", header + "mesh: {waypoint: {seccompPatch: false}}\npodSecurity: {enforce: {level: restricted}}\n", []string{"mesh.waypoint.seccompPatch", "1.26"}},
+		{"ztunnel policy name", header + "authorization: {ztunnelPolicyName: 'a b'}\n", []string{"authorization.ztunnelPolicyName", `"a b"`}},
+		{"ztunnel policy name same as owner", header + "authorization: {ztunnelPolicyName: ns-owner-access-istio}\n", []string{"authorization.ztunnelPolicyName", "must differ"}},
 		{"pss level", header + "podSecurity: {enforce: {level: strict}}\n", []string{"podSecurity.enforce.level", `"strict"`, "baseline"}},
 		{"pss version", header + "podSecurity: {warn: {version: v1.30.1}}\n", []string{"podSecurity.warn.version", `"v1.30.1"`}},
 		{"pss version leading zero", header + "podSecurity: {audit: {version: v1.01}}\n", []string{"podSecurity.audit.version", `"v1.01"`}},

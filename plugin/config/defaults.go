@@ -9,6 +9,8 @@ const (
 	DefaultWaypointClassName = "istio-waypoint"
 	DefaultWaypointFor       = "service"
 	DefaultOwnerPolicyName   = "ns-owner-access-istio"
+	DefaultZtunnelPolicyName = "ns-owner-access-istio-ztunnel"
+	DefaultRootNamespace     = "istio-system"
 	DefaultUserIDHeader      = "kubeflow-userid"
 )
 
@@ -30,9 +32,13 @@ func (c *Config) SetDefaults() {
 	setIfEmpty(&m.Waypoint.Name, DefaultWaypointName)
 	setIfEmpty(&m.Waypoint.ClassName, DefaultWaypointClassName)
 	setIfEmpty(&m.Waypoint.For, DefaultWaypointFor)
+	setIfEmpty(&m.RootNamespace, DefaultRootNamespace)
+	setIfNil(&m.IngressUseWaypoint, true)
+	setIfNil(&m.Waypoint.SeccompPatch, true)
 
 	a := &c.Authorization
 	setIfEmpty(&a.OwnerPolicyName, DefaultOwnerPolicyName)
+	setIfEmpty(&a.ZtunnelPolicyName, DefaultZtunnelPolicyName)
 	setIfEmpty(&a.UserIDHeader, DefaultUserIDHeader)
 	if a.HealthPaths == nil {
 		a.HealthPaths = append([]string(nil), DefaultHealthPaths...)
@@ -60,5 +66,11 @@ func Principal(trustDomain, namespace, serviceAccount string) string {
 func setIfEmpty[T ~string](field *T, value T) {
 	if *field == "" {
 		*field = value
+	}
+}
+
+func setIfNil[T any](field **T, value T) {
+	if *field == nil {
+		*field = &value
 	}
 }

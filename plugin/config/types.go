@@ -44,6 +44,11 @@ type Mesh struct {
 	// Revision, when set, is written as the istio.io/rev label on namespaces and waypoints.
 	// Default: none.
 	Revision string `json:"revision,omitempty"`
+	// RootNamespace is Istio's root namespace, home of mesh-wide policies. Default: istio-system.
+	RootNamespace string `json:"rootNamespace,omitempty"`
+	// IngressUseWaypoint sets istio.io/ingress-use-waypoint=true in ambient mode so that requests
+	// from the ingress gateway pass the waypoint's L7 policy too. Default: true.
+	IngressUseWaypoint *bool `json:"ingressUseWaypoint,omitempty"`
 	// Waypoint configures the per-namespace waypoint in ambient mode.
 	Waypoint Waypoint `json:"waypoint,omitempty"`
 }
@@ -56,12 +61,27 @@ type Waypoint struct {
 	ClassName string `json:"className,omitempty"`
 	// For is the istio.io/waypoint-for label: service, workload or all. Default: service.
 	For string `json:"for,omitempty"`
+	// Namespace, when set, asks for one shared waypoint in that namespace instead of one per
+	// user namespace. It is refused: see the validation message for why. Default: empty.
+	Namespace string `json:"namespace,omitempty"`
+	// SeccompPatch makes the waypoint pod admissible under Pod Security "restricted" by emitting
+	// a ConfigMap, referenced from the Gateway's spec.infrastructure.parametersRef, that sets the
+	// pod's seccompProfile to RuntimeDefault. istiod reads it from Istio 1.26 on; turn it off only
+	// for an older Istio, where enforce "restricted" is then refused. Default: true.
+	SeccompPatch *bool `json:"seccompPatch,omitempty"`
+	// Labels and Annotations go on the Gateway's spec.infrastructure, which istiod copies onto the
+	// waypoint's Deployment, Pods, Service and ServiceAccount. Default: none.
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // Authorization configures the access policies.
 type Authorization struct {
 	// OwnerPolicyName is the owner's AuthorizationPolicy. Default: ns-owner-access-istio.
 	OwnerPolicyName string `json:"ownerPolicyName,omitempty"`
+	// ZtunnelPolicyName is the namespace-wide L4 policy of ambient mode, which admits only the
+	// waypoint, the namespace itself and L4Exceptions. Default: ns-owner-access-istio-ztunnel.
+	ZtunnelPolicyName string `json:"ztunnelPolicyName,omitempty"`
 	// UserIDHeader carries the authenticated user at the ingress. Default: kubeflow-userid.
 	UserIDHeader string `json:"userIdHeader,omitempty"`
 	// UserIDPrefix is put before the user in that header. Default: empty.

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	psaapi "k8s.io/pod-security-admission/api"
@@ -23,6 +25,12 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Mesh.validate(field.NewPath("mesh"))...)
 	errs = append(errs, c.Authorization.validate(field.NewPath("authorization"))...)
 	errs = append(errs, c.PodSecurity.validate(field.NewPath("podSecurity"))...)
+	if c.Mesh.Mode == ModeAmbient && c.Mesh.Waypoint.SeccompPatch != nil && !*c.Mesh.Waypoint.SeccompPatch &&
+		c.PodSecurity.Enforce.Level == psaapi.LevelRestricted {
+		errs = append(errs, field.Invalid(field.NewPath("mesh", "waypoint", "seccompPatch"), false,
+			`with podSecurity.enforce.level "restricted" the waypoint pod is refused without a seccompProfile, `+
+				`so the namespace would wait for its waypoint forever; keep seccompPatch (needs Istio 1.26+) or enforce "baseline"`))
+	}
 	return errs.ToAggregate()
 }
 
@@ -43,6 +51,15 @@ func (m *Mesh) validate(path *field.Path) field.ErrorList {
 		// istio.io/use-waypoint=none means "no waypoint", so a waypoint cannot be called that.
 		errs = append(errs, field.Invalid(wp.Child("name"), m.Waypoint.Name, `"none" is reserved by Istio to opt out of waypoints`))
 	}
+	if m.Waypoint.Namespace != "" {
+		errs = append(errs, field.Invalid(wp.Child("namespace"), m.Waypoint.Namespace,
+			"a shared waypoint is not supported: its owner policy would have to target every Service of every user "+
+				"namespace (a Gateway targetRef cannot cross namespaces), and until that is complete traffic would skip the "+
+				"owner check; leave it empty for one waypoint per user namespace"))
+	}
+	errs = append(errs, dns1123Label(path.Child("rootNamespace"), m.RootNamespace)...)
+	errs = append(errs, metavalidation.ValidateLabels(m.Waypoint.Labels, wp.Child("labels"))...)
+	errs = append(errs, apivalidation.ValidateAnnotations(m.Waypoint.Annotations, wp.Child("annotations"))...)
 	for _, msg := range validation.IsDNS1123Subdomain(m.Waypoint.ClassName) {
 		errs = append(errs, field.Invalid(wp.Child("className"), m.Waypoint.ClassName, msg))
 	}
@@ -61,6 +78,12 @@ func (a *Authorization) validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsDNS1123Subdomain(a.OwnerPolicyName) {
 		errs = append(errs, field.Invalid(path.Child("ownerPolicyName"), a.OwnerPolicyName, msg))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(a.ZtunnelPolicyName) {
+		errs = append(errs, field.Invalid(path.Child("ztunnelPolicyName"), a.ZtunnelPolicyName, msg))
+	}
+	if a.ZtunnelPolicyName == a.OwnerPolicyName {
+		errs = append(errs, field.Invalid(path.Child("ztunnelPolicyName"), a.ZtunnelPolicyName, "must differ from ownerPolicyName"))
 	}
 	if !httpToken.MatchString(a.UserIDHeader) {
 		errs = append(errs, field.Invalid(path.Child("userIdHeader"), a.UserIDHeader, "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)"))

@@ -1,0 +1,29 @@
+// Package waypoint is the mesh plugin: it gives every user namespace its data plane, either
+// Istio's ambient mesh with a waypoint proxy of its own, or the classic sidecar injection.
+//
+// In ambient mode it emits a waypoint Gateway (class istio-waypoint, one HBONE listener on 15008,
+// exactly what istioctl waypoint generate writes) and the enrolment labels. The labels are the
+// dangerous part: if istio.io/use-waypoint names a waypoint that is missing or not ready, ztunnel
+// sends traffic straight to the pods and the owner's L7 policy never runs. So the plugin
+//
+//   - sets istio.io/dataplane-mode=ambient only once the authz plugin's ztunnel policy exists
+//     (through [plugin.Desired.LabelRequires]), so the namespace is never in ambient without an L4
+//     policy that admits only the waypoint;
+//   - sets istio.io/use-waypoint and istio.io/ingress-use-waypoint only once the Gateway reports
+//     Programmed=True for its current generation and has an address, and until then says in the
+//     Result what it waits for;
+//   - sets istio-injection=disabled, so a namespace never carries sidecar injection and ambient
+//     enrolment at once (the profiles controller sets istio-injection=enabled at creation).
+//
+// Under Pod Security "restricted" the waypoint pod needs a seccompProfile that Istio's waypoint
+// template sets only when the install configures one. The plugin therefore also emits a ConfigMap
+// that the Gateway references in spec.infrastructure.parametersRef; istiod (1.26 and later) applies
+// its "deployment" key as a strategic merge patch that sets seccompProfile RuntimeDefault.
+//
+// In sidecar mode it sets istio-injection=enabled (or istio.io/rev=<revision>) and nothing else;
+// what ambient mode made is pruned by the runner. After a switch to ambient, pods that still carry
+// an istio-proxy sidecar are listed as a warning: they move to ambient only when restarted.
+//
+// [ClusterDefaultDeny] is the one cluster-wide object: an allow-nothing policy for every waypoint
+// of the istio-waypoint class, so a waypoint without its own policy denies instead of allowing.
+package waypoint

@@ -1,0 +1,232 @@
+package waypoint
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"istio.io/api/label"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+)
+
+const (
+	// PluginName is the plugin's name: its field manager and the value of plugin.PluginLabel.
+	PluginName = "waypoint"
+	// InjectionLabel turns sidecar injection on or off for a namespace; istio.io/api has no constant.
+	InjectionLabel = "istio-injection"
+	// ListenerName, ListenerPort and ListenerProtocol are the one listener istiod accepts on a waypoint.
+	ListenerName     = "mesh"
+	ListenerPort     = 15008
+	ListenerProtocol = "HBONE"
+	// SeccompPatchSuffix names the ConfigMap with the waypoint's Pod Security patch: <waypoint>-seccomp.
+	SeccompPatchSuffix = "-seccomp"
+	// SidecarContainer is the name of Istio's injected proxy container.
+	SidecarContainer = "istio-proxy"
+)
+
+// seccompPatch is the strategic merge patch istiod applies to the waypoint Deployment it generates.
+const seccompPatch = `spec:
+  template:
+    spec:
+      securityContext:
+        seccompProfile:
+          type: RuntimeDefault
+`
+
+// Plugin is the mesh plugin. Create it with New.
+type Plugin struct{ cfg *config.Config }
+
+var (
+	_ plugin.Plugin      = (*Plugin)(nil)
+	_ plugin.PodObserver = (*Plugin)(nil)
+)
+
+// New returns the plugin for a validated configuration.
+func New(cfg *config.Config) *Plugin { return &Plugin{cfg: cfg} }
+
+// Name implements plugin.Plugin.
+func (p *Plugin) Name() string { return PluginName }
+
+// Kinds implements plugin.Plugin.
+func (p *Plugin) Kinds() []client.ObjectList {
+	return []client.ObjectList{&gatewayv1.GatewayList{}, &corev1.ConfigMapList{}}
+}
+
+// NeedsPods implements plugin.PodObserver: in ambient mode it looks for pods left with a sidecar.
+func (p *Plugin) NeedsPods() bool { return p.cfg.Mesh.Mode == config.ModeAmbient }
+
+// Generate implements plugin.Plugin.
+func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
+	m := p.cfg.Mesh
+	switch m.Mode {
+	case config.ModeNone:
+		return plugin.Desired{}, nil
+	case config.ModeSidecar:
+		return plugin.Desired{Labels: sidecarLabels(m.Revision)}, nil
+	case config.ModeAmbient:
+		return p.ambient(t), nil
+	}
+	return plugin.Desired{}, fmt.Errorf("mesh.mode %q is not supported", m.Mode)
+}
+
+// sidecarLabels turns on injection. With a revision, istio.io/rev selects the injector, and
+// istio-injection must be absent because it would take precedence.
+func sidecarLabels(revision string) map[string]string {
+	if revision != "" {
+		return map[string]string{label.IoIstioRev.Name: revision}
+	}
+	return map[string]string{InjectionLabel: "enabled"}
+}
+
+func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
+	m := p.cfg.Mesh
+	gw := Gateway(p.cfg, t.Namespace)
+	d := plugin.Desired{Objects: []client.Object{gw}}
+	if *m.Waypoint.SeccompPatch {
+		d.Objects = append(d.Objects, SeccompConfigMap(p.cfg, t.Namespace))
+	}
+
+	ztunnel := plugin.Ref{GroupKind: istioPolicyGK, Name: p.cfg.Authorization.ZtunnelPolicyName}
+	d.Labels = map[string]string{
+		label.IoIstioDataplaneMode.Name: "ambient",
+		InjectionLabel:                  "disabled",
+	}
+	d.LabelRequires = map[string][]plugin.Ref{label.IoIstioDataplaneMode.Name: {ztunnel}}
+	if m.Revision != "" {
+		d.Labels[label.IoIstioRev.Name] = m.Revision
+	}
+
+	if ready, why := Ready(t.Observed, gw); ready {
+		gwRef := plugin.Ref{GroupKind: gatewayGK, Name: gw.Name}
+		d.Labels[label.IoIstioUseWaypoint.Name] = gw.Name
+		d.LabelRequires[label.IoIstioUseWaypoint.Name] = []plugin.Ref{ztunnel, gwRef}
+		if *m.IngressUseWaypoint {
+			d.Labels[label.IoIstioIngressUseWaypoint.Name] = "true"
+			d.LabelRequires[label.IoIstioIngressUseWaypoint.Name] = []plugin.Ref{ztunnel, gwRef}
+		}
+	} else {
+		d.Waiting = append(d.Waiting, fmt.Sprintf(
+			"waiting for waypoint: Gateway %s/%s %s; istio.io/use-waypoint stays unset until it is Programmed with an address, "+
+				"and the ztunnel policy keeps the namespace closed meanwhile (check `kubectl -n %s describe gateway %s` and the events of deployment %s, "+
+				"where a pod refused by Pod Security shows)", t.Namespace, gw.Name, why, t.Namespace, gw.Name, gw.Name))
+	}
+	if pods := podsWithSidecar(t.Observed.Pods); len(pods) > 0 {
+		d.Warnings = append(d.Warnings, fmt.Sprintf(
+			"%d pod(s) still run an %s sidecar and join ambient only when restarted (for example `kubectl -n %s rollout restart deployment`): %s",
+			len(pods), SidecarContainer, t.Namespace, strings.Join(pods, ", ")))
+	}
+	return d
+}
+
+var (
+	gatewayGK     = schema.GroupKind{Group: gatewayv1.GroupName, Kind: "Gateway"}
+	istioPolicyGK = schema.GroupKind{Group: istiosecurityv1.SchemeGroupVersion.Group, Kind: "AuthorizationPolicy"}
+)
+
+// Gateway is the namespace's waypoint, as istioctl waypoint generate writes it, plus the
+// configured infrastructure labels and annotations and, when enabled, the seccomp patch reference.
+func Gateway(cfg *config.Config, namespace string) *gatewayv1.Gateway {
+	w := cfg.Mesh.Waypoint
+	gw := &gatewayv1.Gateway{
+		TypeMeta: metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "Gateway"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      w.Name,
+			Namespace: namespace,
+			Labels:    map[string]string{label.IoIstioWaypointFor.Name: w.For},
+		},
+		Spec: gatewayv1.GatewaySpec{
+			GatewayClassName: gatewayv1.ObjectName(w.ClassName),
+			Listeners: []gatewayv1.Listener{{
+				Name:     ListenerName,
+				Port:     ListenerPort,
+				Protocol: ListenerProtocol,
+			}},
+		},
+	}
+	if cfg.Mesh.Revision != "" {
+		gw.Labels[label.IoIstioRev.Name] = cfg.Mesh.Revision
+	}
+	infra := &gatewayv1.GatewayInfrastructure{}
+	for k, v := range w.Labels {
+		if infra.Labels == nil {
+			infra.Labels = map[gatewayv1.LabelKey]gatewayv1.LabelValue{}
+		}
+		infra.Labels[gatewayv1.LabelKey(k)] = gatewayv1.LabelValue(v)
+	}
+	for k, v := range w.Annotations {
+		if infra.Annotations == nil {
+			infra.Annotations = map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{}
+		}
+		infra.Annotations[gatewayv1.AnnotationKey(k)] = gatewayv1.AnnotationValue(v)
+	}
+	if *w.SeccompPatch {
+		infra.ParametersRef = &gatewayv1.LocalParametersReference{Group: "", Kind: "ConfigMap", Name: w.Name + SeccompPatchSuffix}
+	}
+	if infra.Labels != nil || infra.Annotations != nil || infra.ParametersRef != nil {
+		gw.Spec.Infrastructure = infra
+	}
+	return gw
+}
+
+// SeccompConfigMap is the customization istiod merges into the waypoint Deployment.
+func SeccompConfigMap(cfg *config.Config, namespace string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: cfg.Mesh.Waypoint.Name + SeccompPatchSuffix, Namespace: namespace},
+		Data:       map[string]string{"deployment": seccompPatch},
+	}
+}
+
+// Ready reports whether the observed waypoint is the one wanted and istiod has programmed it: the
+// Gateway exists, was made by this plugin, has the wanted class, reports Programmed=True for its
+// current generation and has an address. Otherwise it says what is missing.
+func Ready(obs plugin.Observed, want *gatewayv1.Gateway) (bool, string) {
+	gw, ok := plugin.Lookup[*gatewayv1.Gateway](obs, want.Name)
+	switch {
+	case !ok:
+		return false, "does not exist yet"
+	case !plugin.IsManagedBy(gw.Labels, PluginName):
+		return false, "exists but was not made by this plugin"
+	case gw.Spec.GatewayClassName != want.Spec.GatewayClassName:
+		return false, fmt.Sprintf("has class %q, not %q, and is being updated", gw.Spec.GatewayClassName, want.Spec.GatewayClassName)
+	}
+	c := meta.FindStatusCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed))
+	switch {
+	case c == nil:
+		return false, "has no Programmed condition yet (is istiod running and does it own class " + string(want.Spec.GatewayClassName) + "?)"
+	case c.Status != metav1.ConditionTrue:
+		return false, fmt.Sprintf("is not Programmed (%s: %s)", c.Reason, c.Message)
+	case c.ObservedGeneration != gw.Generation:
+		return false, fmt.Sprintf("is Programmed for generation %d but its spec is at generation %d", c.ObservedGeneration, gw.Generation)
+	case len(gw.Status.Addresses) == 0:
+		return false, "is Programmed but has no address yet"
+	}
+	return true, ""
+}
+
+// podsWithSidecar names the pods that run Istio's proxy as a container or a native sidecar.
+func podsWithSidecar(pods []corev1.Pod) []string {
+	var names []string
+	for _, pod := range pods {
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+			if c.Name == SidecarContainer {
+				names = append(names, pod.Name)
+				break
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}

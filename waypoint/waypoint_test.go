@@ -1,0 +1,210 @@
+package waypoint_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/waypoint"
+)
+
+const ns = "kubeflow-user-example-com"
+
+func cfgWith(t *testing.T, doc string) *config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte("apiVersion: " + config.APIVersion + "\nkind: " + config.Kind + "\n" + doc))
+	require.NoError(t, err)
+	return c
+}
+
+// programmed is the waypoint as istiod leaves it once ready.
+func programmed(cfg *config.Config) *gatewayv1.Gateway {
+	gw := waypoint.Gateway(cfg, ns)
+	gw.Generation = 1
+	gw.Labels[plugin.ManagedByLabel] = plugin.ManagedByValue
+	gw.Labels[plugin.PluginLabel] = waypoint.PluginName
+	gw.Status.Conditions = []metav1.Condition{{
+		Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", ObservedGeneration: 1,
+	}}
+	gw.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "10.96.0.20"}}
+	return gw
+}
+
+func render(t *testing.T, cfg *config.Config, observed ...client.Object) *plugin.Rendering {
+	t.Helper()
+	target := plugin.Target{Namespace: ns, Owner: "user@example.com", Observed: plugin.Observed{Objects: observed}}
+	r, err := plugin.Render(plugin.NewScheme(), []plugin.Plugin{waypoint.New(cfg)}, target)
+	require.NoError(t, err)
+	return r
+}
+
+func TestGolden(t *testing.T) {
+	cases := []struct {
+		name, config string
+		ready        bool
+		// what the golden must show, checked here so a blind -update cannot hide a regression
+		wantLabels map[string]string
+		noLabels   []string
+	}{
+		{name: "ambient-default", ready: true,
+			wantLabels: map[string]string{"istio.io/dataplane-mode": "ambient", "istio.io/use-waypoint": "waypoint", "istio.io/ingress-use-waypoint": "true", "istio-injection": "disabled"}},
+		{name: "ambient-not-programmed", ready: false,
+			wantLabels: map[string]string{"istio.io/dataplane-mode": "ambient", "istio-injection": "disabled"},
+			noLabels:   []string{"istio.io/use-waypoint", "istio.io/ingress-use-waypoint"}},
+		{name: "ambient-custom", ready: true,
+			config:     "mesh: {ingressUseWaypoint: false, waypoint: {name: l7, className: custom-waypoint, for: all, labels: {team: ml}, annotations: {example.com/note: x}}}\n",
+			wantLabels: map[string]string{"istio.io/use-waypoint": "l7"}, noLabels: []string{"istio.io/ingress-use-waypoint"}},
+		{name: "ambient-revision", ready: true, config: "mesh: {revision: canary}\n",
+			wantLabels: map[string]string{"istio.io/rev": "canary", "istio.io/use-waypoint": "waypoint"}},
+		{name: "ambient-restricted", ready: true, config: "podSecurity: {enforce: {level: restricted}}\n",
+			wantLabels: map[string]string{"istio.io/use-waypoint": "waypoint"}},
+		{name: "ambient-no-seccomp-patch", ready: true, config: "mesh: {waypoint: {seccompPatch: false}}\n",
+			wantLabels: map[string]string{"istio.io/use-waypoint": "waypoint"}},
+		{name: "sidecar", config: "mesh: {mode: sidecar}\n",
+			wantLabels: map[string]string{"istio-injection": "enabled"}, noLabels: []string{"istio.io/dataplane-mode", "istio.io/use-waypoint"}},
+		{name: "sidecar-revision", config: "mesh: {mode: sidecar, revision: canary}\n",
+			wantLabels: map[string]string{"istio.io/rev": "canary"}, noLabels: []string{"istio-injection"}},
+		{name: "none", config: "mesh: {mode: none}\n", noLabels: []string{"istio-injection", "istio.io/dataplane-mode"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := cfgWith(t, tc.config)
+			var observed []client.Object
+			if tc.ready {
+				observed = append(observed, programmed(cfg))
+			}
+			// The authz plugin is not in this set: render the ztunnel policy as existing, as the
+			// full set would, by adding a stand-in plugin.
+			target := plugin.Target{Namespace: ns, Owner: "user@example.com", Observed: plugin.Observed{Objects: observed}}
+			r, err := plugin.Render(plugin.NewScheme(), []plugin.Plugin{waypoint.New(cfg), ztunnelStandIn{cfg}}, target)
+			require.NoError(t, err)
+			labels := r.Namespace.GetLabels()
+			for k, v := range tc.wantLabels {
+				assert.Equal(t, v, labels[k], "label %s", k)
+			}
+			for _, k := range tc.noLabels {
+				assert.NotContains(t, labels, k)
+			}
+			if cfg.Mesh.Mode == config.ModeAmbient && !tc.ready {
+				require.Len(t, r.Waiting, 1)
+				assert.Contains(t, r.Waiting[0], "waiting for waypoint: Gateway kubeflow-user-example-com/waypoint does not exist yet")
+			} else {
+				assert.Empty(t, r.Waiting)
+			}
+			// The stand-in's policy is not part of this plugin's golden file.
+			r.Objects = r.Objects[:len(r.Objects)-len(standInObjects(cfg))]
+			out, err := r.YAML()
+			require.NoError(t, err)
+			golden.Assert(t, "waypoint/"+tc.name+".yaml", out)
+		})
+	}
+}
+
+// ztunnelStandIn plays the authz plugin's part: the ztunnel policy the enrolment label waits for.
+type ztunnelStandIn struct{ cfg *config.Config }
+
+func (ztunnelStandIn) Name() string { return "authz-stand-in" }
+func (ztunnelStandIn) Kinds() []client.ObjectList {
+	return []client.ObjectList{&istiosecurityv1.AuthorizationPolicyList{}}
+}
+func (s ztunnelStandIn) Generate(plugin.Target) (plugin.Desired, error) {
+	return plugin.Desired{Objects: standInObjects(s.cfg)}, nil
+}
+
+func standInObjects(cfg *config.Config) []client.Object {
+	if cfg.Mesh.Mode != config.ModeAmbient {
+		return nil
+	}
+	return []client.Object{&istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: cfg.Authorization.ZtunnelPolicyName}}}
+}
+
+func TestWithoutTheZtunnelPolicyTheNamespaceIsNotEnrolled(t *testing.T) {
+	cfg := config.Default()
+	r := render(t, cfg, programmed(cfg))
+	labels := r.Namespace.GetLabels()
+	assert.NotContains(t, labels, "istio.io/dataplane-mode")
+	assert.NotContains(t, labels, "istio.io/use-waypoint")
+	assert.Equal(t, "disabled", labels["istio-injection"])
+	assert.Contains(t, r.Waiting, "waypoint: label istio.io/dataplane-mode withheld until AuthorizationPolicy.security.istio.io/ns-owner-access-istio-ztunnel exists")
+}
+
+func TestReady(t *testing.T) {
+	cfg := config.Default()
+	mutate := func(f func(*gatewayv1.Gateway)) client.Object {
+		gw := programmed(cfg)
+		f(gw)
+		return gw
+	}
+	cases := []struct {
+		name     string
+		observed []client.Object
+		ready    bool
+		why      string
+	}{
+		{"programmed", []client.Object{programmed(cfg)}, true, ""},
+		{"missing", nil, false, "does not exist yet"},
+		{"foreign", []client.Object{mutate(func(g *gatewayv1.Gateway) { delete(g.Labels, plugin.PluginLabel) })}, false, "not made by this plugin"},
+		{"other class", []client.Object{mutate(func(g *gatewayv1.Gateway) { g.Spec.GatewayClassName = "istio" })}, false, `has class "istio"`},
+		{"no condition", []client.Object{mutate(func(g *gatewayv1.Gateway) { g.Status.Conditions = nil })}, false, "no Programmed condition"},
+		{"refused", []client.Object{mutate(func(g *gatewayv1.Gateway) {
+			g.Status.Conditions[0].Status, g.Status.Conditions[0].Reason = metav1.ConditionFalse, "AddressNotAssigned"
+			g.Status.Conditions[0].Message = "pods refused by PodSecurity"
+		})}, false, "is not Programmed (AddressNotAssigned: pods refused by PodSecurity)"},
+		{"stale generation", []client.Object{mutate(func(g *gatewayv1.Gateway) { g.Generation = 2 })}, false, "generation 1 but its spec is at generation 2"},
+		{"no address", []client.Object{mutate(func(g *gatewayv1.Gateway) { g.Status.Addresses = nil })}, false, "no address"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ready, why := waypoint.Ready(plugin.Observed{Objects: tc.observed}, waypoint.Gateway(cfg, ns))
+			assert.Equal(t, tc.ready, ready)
+			assert.Contains(t, why, tc.why)
+		})
+	}
+}
+
+func TestPodsLeftWithASidecarAreListed(t *testing.T) {
+	cfg := config.Default()
+	pod := func(name string, init bool, containers ...string) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		for _, c := range containers {
+			if init {
+				p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: c})
+			} else {
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c})
+			}
+		}
+		return p
+	}
+	target := plugin.Target{Namespace: ns, Observed: plugin.Observed{Pods: []corev1.Pod{
+		pod("notebook-0", false, "notebook", "istio-proxy"),
+		pod("native-sidecar", true, "istio-proxy"),
+		pod("clean", false, "notebook"),
+	}}}
+	d, err := waypoint.New(cfg).Generate(target)
+	require.NoError(t, err)
+	require.Len(t, d.Warnings, 1)
+	assert.Contains(t, d.Warnings[0], "2 pod(s) still run an istio-proxy sidecar")
+	assert.Contains(t, d.Warnings[0], "native-sidecar, notebook-0")
+	assert.NotContains(t, d.Warnings[0], "clean")
+	assert.True(t, waypoint.New(cfg).NeedsPods())
+	assert.False(t, waypoint.New(cfgWith(t, "mesh: {mode: sidecar}\n")).NeedsPods())
+}
+
+func TestClusterDefaultDenyGolden(t *testing.T) {
+	p := waypoint.ClusterDefaultDeny(config.Default())
+	assert.Empty(t, p.Spec.Rules, "an ALLOW policy with no rules allows nothing")
+	assert.Nil(t, p.Spec.Selector)
+	out, err := plugin.EncodeYAML(plugin.NewScheme(), p)
+	require.NoError(t, err)
+	golden.Assert(t, "waypoint/cluster-default-deny.yaml", out)
+}
+
