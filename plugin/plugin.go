@@ -75,6 +75,10 @@ type Desired struct {
 	// LabelRequires gates labels: a label key here is set only once every listed object exists
 	// (applied in this run, or already present). Objects of other plugins may be named.
 	LabelRequires map[string][]Ref
+	// Adopt names objects the plugin may take over when another writer made them under the
+	// name the plugin wants (for example the contributor policies kfam wrote before). Any other
+	// foreign object with a wanted name is a ConflictError and is left alone.
+	Adopt []Ref
 	// Waiting says why the plugin is not yet in its final state (for example "waiting for waypoint
 	// ..."); a non-empty list makes the Result ask for a requeue.
 	Waiting []string

@@ -349,6 +349,10 @@ func findObserved(obs Observed, gvk schema.GroupVersionKind, name string) client
 }
 
 func (r *Runner) applyObjects(ctx context.Context, p *planned, obs Observed) {
+	adopt := map[Ref]bool{}
+	for _, ref := range p.desired.Adopt {
+		adopt[ref] = true
+	}
 	for i := range p.objects {
 		ao := &p.objects[i]
 		body, err := withHash(ao.data)
@@ -359,8 +363,13 @@ func (r *Runner) applyObjects(ctx context.Context, p *planned, obs Observed) {
 		cur := findObserved(obs, ao.gvk, ao.ref.Name)
 		if cur != nil {
 			if !IsManagedBy(cur.GetLabels(), p.plugin.Name()) {
-				p.res.Errors = append(p.res.Errors, &ConflictError{Plugin: p.plugin.Name(), Ref: ao.ref, ManagedBy: managedBy(cur.GetLabels())})
-				continue
+				// Another of this library's plugins is never adopted from: that would make two
+				// plugins fight over one object.
+				if !adopt[ao.ref] || cur.GetLabels()[ManagedByLabel] == ManagedByValue {
+					p.res.Errors = append(p.res.Errors, &ConflictError{Plugin: p.plugin.Name(), Ref: ao.ref, ManagedBy: managedBy(cur.GetLabels())})
+					continue
+				}
+				p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("adopted %s, which another writer made", ao.ref))
 			}
 			curMap, err := toMap(cur)
 			if err == nil {

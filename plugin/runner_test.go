@@ -431,3 +431,44 @@ func TestPluginsCannotFightOverALabel(t *testing.T) {
 	_, err := plugin.Render(plugin.NewScheme(), []plugin.Plugin{a, b}, plugin.Target{Namespace: ns})
 	assert.ErrorContains(t, err, "clashes")
 }
+
+func TestAdoptTakesOverOnlyWhatThePluginNames(t *testing.T) {
+	kfamMade := policy("user-bob-example-com-clusterrole-edit", "anyone")
+	kfamMade.Namespace = ns
+	kfamMade.Annotations = map[string]string{"user": "bob@example.com", "role": "edit"}
+	otherPlugin := configMap("cfg", nil)
+	otherPlugin.Namespace = ns
+	otherPlugin.Labels = map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: "waypoint"}
+	e := newEnv(t, kfamMade, otherPlugin)
+
+	ref := policyRef(kfamMade.Name)
+	cmRef := plugin.Ref{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Name: "cfg"}
+	p := &adoptingPlugin{testPlugin{name: "authz", objects: func(plugin.Target) []client.Object {
+		return []client.Object{policy(kfamMade.Name, ns), configMap("cfg", map[string]string{"mine": "yes"})}
+	}}, []plugin.Ref{ref, cmRef}}
+	res := newRunner(t, e, p).Apply(context.Background(), testProfile())
+
+	// The kfam policy is adopted; another plugin's ConfigMap never is.
+	var conflict *plugin.ConflictError
+	require.ErrorAs(t, res.Err(), &conflict)
+	assert.Equal(t, cmRef, conflict.Ref)
+	assert.Equal(t, []plugin.Ref{ref}, res.Plugins[0].Updated)
+	assert.Contains(t, res.Plugins[0].Warnings[0], "adopted AuthorizationPolicy.security.istio.io/user-bob-example-com-clusterrole-edit")
+
+	got := &istiosecurityv1.AuthorizationPolicy{}
+	require.NoError(t, e.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: kfamMade.Name}, got))
+	assert.True(t, plugin.IsManagedBy(got.Labels, "authz"))
+	assert.Equal(t, []string{ns}, got.Spec.Rules[0].From[0].Source.Namespaces)
+	assert.Equal(t, "bob@example.com", got.Annotations["user"], "fields the plugin does not set stay")
+}
+
+type adoptingPlugin struct {
+	testPlugin
+	adopt []plugin.Ref
+}
+
+func (p *adoptingPlugin) Generate(t plugin.Target) (plugin.Desired, error) {
+	d, err := p.testPlugin.Generate(t)
+	d.Adopt = p.adopt
+	return d, err
+}

@@ -40,6 +40,7 @@ func (c *Config) SetDefaults() {
 	setIfEmpty(&a.OwnerPolicyName, DefaultOwnerPolicyName)
 	setIfEmpty(&a.ZtunnelPolicyName, DefaultZtunnelPolicyName)
 	setIfEmpty(&a.UserIDHeader, DefaultUserIDHeader)
+	setIfEmpty(&a.Contributors, ContributorsByKfam)
 	if a.HealthPaths == nil {
 		a.HealthPaths = append([]string(nil), DefaultHealthPaths...)
 	}

@@ -91,6 +91,36 @@ type Authorization struct {
 	// HealthPaths are reachable without identity, for kubelet probes through the mesh.
 	// Default: /healthz, /metrics, /wait-for-drain.
 	HealthPaths []string `json:"healthPaths,omitempty"`
+	// L4Exceptions are sources the ambient ztunnel policy admits directly, without the waypoint,
+	// such as a monitoring namespace that scrapes pod IPs. They bypass every L7 rule, so list
+	// only what must. Default: none.
+	L4Exceptions []L4Exception `json:"l4Exceptions,omitempty"`
+	// Contributors says who writes the per-contributor policies: "kfam" (the access-management
+	// service, as today) or "plugin" (this module, from kfam's RoleBindings, taking over the
+	// policies kfam made under the same names). In ambient mode kfam's own policies lack
+	// targetRefs and deny contributors, so choose "plugin" there. Default: kfam.
+	Contributors ContributorsSource `json:"contributors,omitempty"`
+}
+
+// ContributorsSource says who writes contributor policies.
+type ContributorsSource string
+
+const (
+	ContributorsByKfam   ContributorsSource = "kfam"
+	ContributorsByPlugin ContributorsSource = "plugin"
+)
+
+// L4Exception is one source the ztunnel policy admits. Set exactly one of Namespaces, Principals
+// or ServiceAccounts (Istio refuses serviceAccounts mixed with the others in one source).
+type L4Exception struct {
+	// Namespaces admits every workload of these namespaces.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Principals admits these SPIFFE principals (<trust domain>/ns/<ns>/sa/<sa>).
+	Principals []string `json:"principals,omitempty"`
+	// ServiceAccounts admits these service accounts, as <namespace>/<name>, in any trust domain.
+	ServiceAccounts []string `json:"serviceAccounts,omitempty"`
+	// Ports limits the exception to these destination ports. Empty means every port.
+	Ports []int32 `json:"ports,omitempty"`
 }
 
 // Principals are SPIFFE principals (<trust domain>/ns/<namespace>/sa/<service account>). Each

@@ -98,6 +98,14 @@ func (a *Authorization) validate(path *field.Path) field.ErrorList {
 	} {
 		errs = append(errs, ValidatePrincipal(pp.Child(name), v)...)
 	}
+	switch a.Contributors {
+	case ContributorsByKfam, ContributorsByPlugin:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("contributors"), a.Contributors, []ContributorsSource{ContributorsByKfam, ContributorsByPlugin}))
+	}
+	for i, e := range a.L4Exceptions {
+		errs = append(errs, e.validate(path.Child("l4Exceptions").Index(i), a.Principals.IngressGateway)...)
+	}
 	for i, p := range a.HealthPaths {
 		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " \t\r\n*") {
 			errs = append(errs, field.Invalid(path.Child("healthPaths").Index(i), p, "must be an absolute path without spaces or wildcards"))
@@ -105,6 +113,55 @@ func (a *Authorization) validate(path *field.Path) field.ErrorList {
 	}
 	// field.ErrorList from a map loop would come out in random order.
 	sortByField(errs)
+	return errs
+}
+
+// validate refuses an exception that would let ingress traffic reach pods without the waypoint:
+// in ambient mode the ingress gateway's requests must pass the owner's header check there.
+func (e L4Exception) validate(path *field.Path, ingress string) field.ErrorList {
+	var errs field.ErrorList
+	set := 0
+	for _, l := range [][]string{e.Namespaces, e.Principals, e.ServiceAccounts} {
+		if len(l) > 0 {
+			set++
+		}
+	}
+	if set != 1 {
+		errs = append(errs, field.Invalid(path, fmt.Sprintf("%d sources", set), "set exactly one of namespaces, principals or serviceAccounts"))
+	}
+	ingressNS := ""
+	if parts := strings.Split(ingress, "/"); len(parts) == 5 {
+		ingressNS = parts[2]
+	}
+	bypass := "would let the ingress gateway reach pods directly, skipping the owner's header check at the waypoint"
+	for i, ns := range e.Namespaces {
+		errs = append(errs, dns1123Label(path.Child("namespaces").Index(i), ns)...)
+		if ns == ingressNS {
+			errs = append(errs, field.Invalid(path.Child("namespaces").Index(i), ns, "the ingress gateway's namespace "+bypass))
+		}
+	}
+	for i, p := range e.Principals {
+		errs = append(errs, ValidatePrincipal(path.Child("principals").Index(i), p)...)
+		if p == ingress {
+			errs = append(errs, field.Invalid(path.Child("principals").Index(i), p, "the ingress gateway "+bypass))
+		}
+	}
+	for i, sa := range e.ServiceAccounts {
+		p := path.Child("serviceAccounts").Index(i)
+		ns, name, ok := strings.Cut(sa, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			errs = append(errs, field.Invalid(p, sa, "must be <namespace>/<service account>"))
+			continue
+		}
+		if ingressNS != "" && ingress == Principal(strings.Split(ingress, "/")[0], ns, name) {
+			errs = append(errs, field.Invalid(p, sa, "the ingress gateway "+bypass))
+		}
+	}
+	for i, port := range e.Ports {
+		if port < 1 || port > 65535 {
+			errs = append(errs, field.Invalid(path.Child("ports").Index(i), port, "must be 1 to 65535"))
+		}
+	}
 	return errs
 }
 
