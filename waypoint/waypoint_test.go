@@ -207,4 +207,3 @@ func TestClusterDefaultDenyGolden(t *testing.T) {
 	require.NoError(t, err)
 	golden.Assert(t, "waypoint/cluster-default-deny.yaml", out)
 }
-

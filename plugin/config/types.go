@@ -100,6 +100,10 @@ type Authorization struct {
 	// policies kfam made under the same names). In ambient mode kfam's own policies lack
 	// targetRefs and deny contributors, so choose "plugin" there. Default: kfam.
 	Contributors ContributorsSource `json:"contributors,omitempty"`
+	// AdoptOwnerPolicy lets the plugin take over an owner policy another writer made under
+	// OwnerPolicyName (the profiles controller, before it used this module). Without it such a
+	// policy is reported as a conflict and left alone. Default: false.
+	AdoptOwnerPolicy bool `json:"adoptOwnerPolicy,omitempty"`
 }
 
 // ContributorsSource says who writes contributor policies.

@@ -1,0 +1,132 @@
+package authz
+
+import (
+	"strconv"
+	"strings"
+
+	securityv1beta1 "istio.io/api/security/v1beta1"
+	typev1beta1 "istio.io/api/type/v1beta1"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+)
+
+// Annotations the profiles controller and kfam put on their policies; the dashboard reads them.
+const (
+	UserAnnotation = "user"
+	RoleAnnotation = "role"
+	// RoleAdmin is the owner's role.
+	RoleAdmin = "admin"
+)
+
+// MaxIdentityLength bounds an owner or contributor name; e-mail addresses stop at 254.
+const MaxIdentityLength = 256
+
+// kernelsPath is what the notebook controller polls to cull idle notebooks.
+const kernelsPath = "*/api/kernels"
+
+// newPolicy returns an empty ALLOW policy with the typed metadata every generator uses.
+func newPolicy(name, namespace string, annotations map[string]string) *istiosecurityv1.AuthorizationPolicy {
+	return &istiosecurityv1.AuthorizationPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: istiosecurityv1.SchemeGroupVersion.String(), Kind: "AuthorizationPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: annotations},
+		Spec:       securityv1beta1.AuthorizationPolicy{Action: securityv1beta1.AuthorizationPolicy_ALLOW},
+	}
+}
+
+// WaypointTarget is the targetRef that attaches a policy to the namespace's waypoint Gateway.
+func WaypointTarget(cfg *config.Config) *typev1beta1.PolicyTargetReference {
+	return &typev1beta1.PolicyTargetReference{Group: gatewayv1.GroupName, Kind: "Gateway", Name: cfg.Mesh.Waypoint.Name}
+}
+
+// headerCondition matches the user-id header the ingress sets after authentication.
+func headerCondition(cfg *config.Config, user string) *securityv1beta1.Condition {
+	return &securityv1beta1.Condition{
+		Key:    "request.headers[" + cfg.Authorization.UserIDHeader + "]",
+		Values: []string{cfg.Authorization.UserIDPrefix + user},
+	}
+}
+
+// onBehalfOfUser is the rule of both owner and contributor policies: the ingress gateway or the
+// Pipelines UI forwards a request whose user-id header names user.
+func onBehalfOfUser(cfg *config.Config, user string) *securityv1beta1.Rule {
+	p := cfg.Authorization.Principals
+	return &securityv1beta1.Rule{
+		From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{p.IngressGateway, p.PipelinesUI}}}},
+		When: []*securityv1beta1.Condition{headerCondition(cfg, user)},
+	}
+}
+
+// OwnerPolicy is the owner's policy, ns-owner-access-istio by default. In ambient mode it is
+// attached to the waypoint; in sidecar mode it applies to every pod of the namespace.
+func OwnerPolicy(cfg *config.Config, namespace, owner string) (*istiosecurityv1.AuthorizationPolicy, error) {
+	if errs := ValidateIdentity(field.NewPath("spec", "owner", "name"), owner); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	a := cfg.Authorization
+	pol := newPolicy(a.OwnerPolicyName, namespace, map[string]string{UserAnnotation: owner, RoleAnnotation: RoleAdmin})
+	rules := []*securityv1beta1.Rule{
+		onBehalfOfUser(cfg, owner),
+		{When: []*securityv1beta1.Condition{{Key: "source.namespace", Values: []string{namespace}}}},
+	}
+	if len(a.HealthPaths) > 0 {
+		rules = append(rules, &securityv1beta1.Rule{To: []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Paths: a.HealthPaths}}}})
+	}
+	rules = append(rules,
+		&securityv1beta1.Rule{
+			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{a.Principals.NotebookController}}}},
+			To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: []string{"GET"}, Paths: []string{kernelsPath}}}},
+		},
+		// Katib's controller calls the suggestion and early-stopping services that Katib runs in
+		// the user namespace for each experiment.
+		&securityv1beta1.Rule{
+			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{a.Principals.KatibController}}}},
+		},
+	)
+	pol.Spec.Rules = rules
+	if cfg.Mesh.Mode == config.ModeAmbient {
+		pol.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{WaypointTarget(cfg)}
+	}
+	return pol, nil
+}
+
+// ZtunnelPolicy is the ambient namespace's L4 policy: it admits the waypoint, the namespace itself
+// and the configured exceptions, and through being an ALLOW policy denies everything else.
+func ZtunnelPolicy(cfg *config.Config, namespace string) *istiosecurityv1.AuthorizationPolicy {
+	a := cfg.Authorization
+	pol := newPolicy(a.ZtunnelPolicyName, namespace, nil)
+	pol.Spec.Rules = []*securityv1beta1.Rule{
+		// serviceAccounts matches in any trust domain; separate from namespaces, as Istio requires.
+		{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{ServiceAccounts: []string{namespace + "/" + cfg.Mesh.Waypoint.Name}}}}},
+		{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Namespaces: []string{namespace}}}}},
+	}
+	for _, e := range a.L4Exceptions {
+		r := &securityv1beta1.Rule{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{
+			Namespaces: e.Namespaces, Principals: e.Principals, ServiceAccounts: e.ServiceAccounts,
+		}}}}
+		if len(e.Ports) > 0 {
+			ports := make([]string, len(e.Ports))
+			for i, p := range e.Ports {
+				ports[i] = strconv.Itoa(int(p))
+			}
+			r.To = []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Ports: ports}}}
+		}
+		pol.Spec.Rules = append(pol.Spec.Rules, r)
+	}
+	return pol
+}
+
+// ValidateIdentity checks an owner or contributor name, which becomes a header value that the
+// policy compares: it must be a valid header value without commas and not too long.
+func ValidateIdentity(path *field.Path, name string) field.ErrorList {
+	if len(name) > MaxIdentityLength {
+		return field.ErrorList{field.TooLong(path, name, MaxIdentityLength)}
+	}
+	if strings.TrimSpace(name) != name {
+		return field.ErrorList{field.Invalid(path, name, "must not start or end with white space")}
+	}
+	return config.ValidateHeaderValue(path, name, false)
+}

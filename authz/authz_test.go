@@ -1,0 +1,269 @@
+package authz_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeflow-ambient/profile-plugins/authz"
+	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+)
+
+const (
+	ns    = "kubeflow-user-example-com"
+	owner = "user@example.com"
+)
+
+func cfgWith(t *testing.T, doc string) *config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte("apiVersion: " + config.APIVersion + "\nkind: " + config.Kind + "\n" + doc))
+	require.NoError(t, err)
+	return c
+}
+
+// kfamBinding is a RoleBinding as kfam writes it for a contributor.
+func kfamBinding(user, role string) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{
+		Name:        authz.ContributorPolicyName(user, role),
+		Annotations: map[string]string{"user": user, "role": role},
+	}}
+}
+
+var longUser = strings.Repeat("a-very-long-name.", 16) + "@example.com"
+
+var goldenCases = []struct {
+	name, config string
+	contributors []*rbacv1.RoleBinding
+}{
+	{name: "sidecar-default", config: "mesh: {mode: sidecar}\n"},
+	{name: "ambient-default"},
+	{name: "custom-header-prefix-principals", config: `authorization:
+  userIdHeader: x-goog-authenticated-user-email
+  userIdPrefix: "accounts.google.com:"
+  healthPaths: [/healthz]
+  principals:
+    ingressGateway: cluster.local/ns/gateways/sa/kubeflow-ingress
+    pipelinesUI: cluster.local/ns/pipelines/sa/ui
+    notebookController: cluster.local/ns/notebooks/sa/controller
+    katibController: cluster.local/ns/katib/sa/controller
+`},
+	{name: "custom-trust-domain", config: "mesh: {trustDomain: corp.example}\n"},
+	{name: "l4-exceptions", config: `authorization:
+  l4Exceptions:
+  - namespaces: [monitoring]
+    ports: [15020, 9090]
+  - serviceAccounts: [observability/otel-collector]
+  - principals: [corp.example/ns/backup/sa/velero]
+`},
+	{name: "contributors-ambient", config: "authorization: {contributors: plugin}\n",
+		contributors: []*rbacv1.RoleBinding{kfamBinding("bob@example.com", "edit"), kfamBinding(longUser, "view")}},
+	{name: "contributors-sidecar", config: "mesh: {mode: sidecar}\nauthorization: {contributors: plugin}\n",
+		contributors: []*rbacv1.RoleBinding{kfamBinding("bob@example.com", "edit"), kfamBinding(longUser, "view")}},
+	{name: "none", config: "mesh: {mode: none}\n"},
+}
+
+func generate(t *testing.T, cfg *config.Config, observed ...client.Object) *plugin.Rendering {
+	t.Helper()
+	target := plugin.Target{Namespace: ns, Owner: owner, Observed: plugin.Observed{Objects: observed}}
+	r, err := plugin.Render(plugin.NewScheme(), []plugin.Plugin{authz.New(cfg)}, target)
+	require.NoError(t, err)
+	return r
+}
+
+func TestGolden(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := cfgWith(t, tc.config)
+			var observed []client.Object
+			for _, b := range tc.contributors {
+				observed = append(observed, b)
+			}
+			r := generate(t, cfg, observed...)
+			out, err := r.YAML()
+			require.NoError(t, err)
+			golden.Assert(t, "authz/"+tc.name+".yaml", out)
+		})
+	}
+}
+
+// The split: no policy without targetRefs may need L7 attributes, and in ambient mode every rule
+// with paths, methods or headers must sit in a policy with targetRefs. Checked on every golden case.
+func TestL7RulesOnlyInTargetedPolicies(t *testing.T) {
+	for _, tc := range goldenCases {
+		cfg := cfgWith(t, tc.config)
+		var observed []client.Object
+		for _, b := range tc.contributors {
+			observed = append(observed, b)
+		}
+		d, err := authz.New(cfg).Generate(plugin.Target{Namespace: ns, Owner: owner, Observed: plugin.Observed{Objects: observed}})
+		require.NoError(t, err)
+		for _, o := range d.Objects {
+			pol := o.(*istiosecurityv1.AuthorizationPolicy)
+			l7 := authz.L7Attributes(&pol.Spec)
+			if cfg.Mesh.Mode == config.ModeAmbient {
+				if len(pol.Spec.TargetRefs) == 0 {
+					assert.Empty(t, l7, "%s: %s is enforced by ztunnel but uses L7 attributes", tc.name, pol.Name)
+					assert.Nil(t, pol.Spec.Selector, "%s: %s", tc.name, pol.Name)
+				} else {
+					assert.Nil(t, pol.Spec.Selector, "%s: %s: targetRefs and selector exclude each other", tc.name, pol.Name)
+				}
+			} else {
+				assert.Empty(t, pol.Spec.TargetRefs, "%s: sidecar policies attach to pods", tc.name)
+			}
+		}
+	}
+}
+
+func TestAmbientPolicies(t *testing.T) {
+	r := generate(t, config.Default())
+	require.Len(t, r.Objects, 2)
+	owner, ztunnel := r.Objects[0], r.Objects[1]
+	assert.Equal(t, "ns-owner-access-istio", owner.GetName())
+	assert.Equal(t, "ns-owner-access-istio-ztunnel", ztunnel.GetName())
+
+	ownerSpec := owner.Object["spec"].(map[string]any)
+	assert.Equal(t, []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "waypoint"}}, ownerSpec["targetRefs"])
+
+	zt := config.Default()
+	pol := authz.ZtunnelPolicy(zt, ns)
+	assert.Equal(t, []string{ns + "/waypoint"}, pol.Spec.Rules[0].From[0].Source.ServiceAccounts)
+	assert.Equal(t, []string{ns}, pol.Spec.Rules[1].From[0].Source.Namespaces)
+	for _, r := range pol.Spec.Rules {
+		for _, f := range r.From {
+			assert.NotContains(t, f.Source.Principals, zt.Authorization.Principals.IngressGateway, "the ingress must not bypass the waypoint")
+			assert.NotContains(t, f.Source.Namespaces, "istio-system")
+		}
+	}
+}
+
+func TestBadOwnersAreRefused(t *testing.T) {
+	cases := map[string]string{
+		"empty":      "",
+		"CR LF":      "alice@example.com\r\nkubeflow-userid: admin@example.com",
+		"comma":      "alice@example.com,admin@example.com",
+		"control":    "alice\x00@example.com",
+		"too long":   strings.Repeat("a", 300) + "@example.com",
+		"whitespace": " alice@example.com",
+	}
+	for name, o := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := authz.New(config.Default()).Generate(plugin.Target{Namespace: ns, Owner: o})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "spec.owner.name")
+		})
+	}
+}
+
+func TestContributorValidation(t *testing.T) {
+	_, err := authz.ContributorPolicy(config.Default(), ns, "bob@example.com,eve@example.com", "edit")
+	assert.ErrorContains(t, err, "contributor.user")
+	_, err = authz.ContributorPolicy(config.Default(), ns, "bob@example.com", "admin")
+	assert.ErrorContains(t, err, `contributor.role: Unsupported value: "admin"`)
+}
+
+func TestContributorPolicyName(t *testing.T) {
+	// kfam's convention, as the profiles controller's users already have it in their clusters.
+	assert.Equal(t, "user-user1-example-com-clusterrole-edit", authz.ContributorPolicyName("user1@example.com", "edit"))
+	assert.Equal(t, "user-first-last-ml-corp-example-clusterrole-view", authz.ContributorPolicyName("First.Last+ml@corp.example", "view"))
+
+	long := authz.ContributorPolicyName(longUser, "view")
+	assert.LessOrEqual(t, len(long), 253)
+	assert.Equal(t, long, authz.ContributorPolicyName(longUser, "view"), "stable")
+	assert.NotEqual(t, long, authz.ContributorPolicyName(longUser, "edit"), "the hash keeps roles apart")
+	assert.Regexp(t, `^[a-z0-9-]+-[0-9a-f]{10}$`, long)
+}
+
+func TestContributorsFromKfamBindingsOnly(t *testing.T) {
+	forged := kfamBinding("mallory@example.com", "edit")
+	forged.Name = "my-binding"
+	ownerBinding := kfamBinding(owner, "admin")
+	got := authz.ContributorsFrom([]*rbacv1.RoleBinding{kfamBinding("bob@example.com", "view"), forged, ownerBinding})
+	assert.Equal(t, []authz.Contributor{{User: "bob@example.com", Role: "view"}}, got)
+}
+
+func TestPluginAdoptsKfamContributorPolicies(t *testing.T) {
+	cfg := cfgWith(t, "authorization: {contributors: plugin, adoptOwnerPolicy: true}\n")
+	bad := kfamBinding("x", "edit")
+	bad.Annotations["user"] = "a\nb"
+	bad.Name = authz.ContributorPolicyName("a\nb", "edit")
+	d, err := authz.New(cfg).Generate(plugin.Target{Namespace: ns, Owner: owner, Observed: plugin.Observed{Objects: []client.Object{kfamBinding("bob@example.com", "edit"), bad}}})
+	require.NoError(t, err)
+	var names []string
+	for _, r := range d.Adopt {
+		names = append(names, r.Name)
+	}
+	assert.ElementsMatch(t, []string{"ns-owner-access-istio", "user-bob-example-com-clusterrole-edit"}, names)
+	require.Len(t, d.Warnings, 1, "a bad binding is reported, and the rest still applies")
+	assert.Contains(t, d.Warnings[0], "contributor.user")
+}
+
+func TestKfamPoliciesWithoutTargetRefsAreReportedInAmbient(t *testing.T) {
+	kfamPolicy := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{
+		Name: "user-bob-example-com-clusterrole-edit", Annotations: map[string]string{"user": "bob@example.com", "role": "edit"},
+	}}
+	d, err := authz.New(config.Default()).Generate(plugin.Target{Namespace: ns, Owner: owner, Observed: plugin.Observed{Objects: []client.Object{kfamPolicy}}})
+	require.NoError(t, err)
+	require.Len(t, d.Warnings, 1)
+	assert.Contains(t, d.Warnings[0], "bob@example.com is denied")
+}
+
+func TestConverter(t *testing.T) {
+	cases := []struct {
+		file, kind, target string
+		wantL7             []string
+	}{
+		{"selector-l7", "Gateway", "waypoint", []string{"rules[1].to[0].operation.methods", "rules[1].to[0].operation.paths", `rules[2].when[0].key "request.headers[kubeflow-userid]"`}},
+		{"selector-l4", "Service", "metadata-grpc-service", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile("../testdata/authz/" + tc.file + ".yaml")
+			require.NoError(t, err)
+			in := &istiosecurityv1.AuthorizationPolicy{}
+			require.NoError(t, yaml.Unmarshal(data, in))
+			target := authz.GatewayTarget(tc.target)
+			if tc.kind == "Service" {
+				target = authz.ServiceTarget(tc.target)
+			}
+			out, rep, err := authz.ToAmbient(in, target)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantL7, rep.L7)
+			assert.Nil(t, out.Spec.Selector)
+			assert.NotNil(t, in.Spec.Selector, "the input is not modified")
+			enc, err := plugin.EncodeYAML(plugin.NewScheme(), out)
+			require.NoError(t, err)
+			golden.Assert(t, "authz/convert-"+tc.file+".yaml", enc)
+
+			_, _, err = authz.ToAmbient(out, target)
+			assert.ErrorIs(t, err, authz.ErrAlreadyAmbient)
+		})
+	}
+}
+
+func TestConverterRefusesBadTargets(t *testing.T) {
+	in := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "kubeflow"}}
+	for name, tc := range map[string]struct {
+		kind, name, ns, want string
+	}{
+		"kind":         {"Pod", "x", "", "Gateway or Service"},
+		"name":         {"Gateway", "Bad_Name", "", `"Bad_Name"`},
+		"cross-namesp": {"Gateway", "waypoint", "other", "across namespaces"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			target := authz.GatewayTarget(tc.name)
+			target.Kind, target.Namespace = tc.kind, tc.ns
+			_, _, err := authz.ToAmbient(in, target)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
