@@ -230,3 +230,19 @@ func podsWithSidecar(pods []corev1.Pod) []string {
 	sort.Strings(names)
 	return names
 }
+
+// ProgrammedGateway is the waypoint as it looks once istiod has programmed it: managed labels,
+// generation 1, Programmed=True for that generation and an address. It is for previews (render's
+// steady state) and tests; in a cluster the status comes from istiod.
+func ProgrammedGateway(cfg *config.Config, namespace string) *gatewayv1.Gateway {
+	gw := Gateway(cfg, namespace)
+	gw.Generation = 1
+	gw.Labels[plugin.ManagedByLabel] = plugin.ManagedByValue
+	gw.Labels[plugin.PluginLabel] = PluginName
+	gw.Status.Conditions = []metav1.Condition{{
+		Type: string(gatewayv1.GatewayConditionProgrammed), Status: metav1.ConditionTrue,
+		Reason: string(gatewayv1.GatewayReasonProgrammed), ObservedGeneration: 1,
+	}}
+	gw.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "waypoint." + namespace + ".svc"}}
+	return gw
+}

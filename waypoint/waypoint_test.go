@@ -26,18 +26,7 @@ func cfgWith(t *testing.T, doc string) *config.Config {
 	return c
 }
 
-// programmed is the waypoint as istiod leaves it once ready.
-func programmed(cfg *config.Config) *gatewayv1.Gateway {
-	gw := waypoint.Gateway(cfg, ns)
-	gw.Generation = 1
-	gw.Labels[plugin.ManagedByLabel] = plugin.ManagedByValue
-	gw.Labels[plugin.PluginLabel] = waypoint.PluginName
-	gw.Status.Conditions = []metav1.Condition{{
-		Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", ObservedGeneration: 1,
-	}}
-	gw.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "10.96.0.20"}}
-	return gw
-}
+func programmed(cfg *config.Config) *gatewayv1.Gateway { return waypoint.ProgrammedGateway(cfg, ns) }
 
 func render(t *testing.T, cfg *config.Config, observed ...client.Object) *plugin.Rendering {
 	t.Helper()

@@ -5,6 +5,8 @@
 //	go run ./examples/render                          # embedded sample Profile, ambient mode
 //	go run ./examples/render -mode sidecar
 //	go run ./examples/render -profile p.yaml -config c.yaml -pss-enforce restricted
+//	go run ./examples/render -waypoint-ready=false    # before istiod has programmed the waypoint
+//	go run ./examples/render -cluster                 # the cluster-wide objects, applied once
 //
 // Bad input exits with status 1 and one line on stderr naming the file and the field.
 package main
@@ -21,6 +23,7 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 	psaapi "k8s.io/pod-security-admission/api"
 )
 
@@ -42,6 +45,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	configPath := fs.String("config", "", "a PluginConfig YAML file (default: the documented defaults)")
 	mode := fs.String("mode", "", "shortcut for mesh.mode: ambient, sidecar or none")
 	enforce := fs.String("pss-enforce", "", "shortcut for podSecurity.enforce.level: privileged, baseline or restricted")
+	ready := fs.Bool("waypoint-ready", true, "render as if istiod had programmed the waypoint (false: the state before, without istio.io/use-waypoint)")
+	cluster := fs.Bool("cluster", false, "render the cluster-wide objects instead of one namespace's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,6 +72,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: %w", flagSource(*configPath, *mode, *enforce), err)
 	}
 
+	s := plugin.NewScheme()
+	if *cluster {
+		out, err := plugin.EncodeYAML(s, waypoint.ClusterDefaultDeny(cfg))
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(out)
+		return err
+	}
+
 	profileName, data := "embedded sample profile", sampleProfile
 	if *profilePath != "" {
 		d, err := os.ReadFile(*profilePath)
@@ -80,12 +95,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: %w", profileName, err)
 	}
 
-	ps, err := plugins.New(cfg)
-	if err != nil {
-		return err
-	}
 	target := plugin.Target{Namespace: profile.Name, Owner: profile.Spec.Owner.Name, Profile: profile}
-	r, err := plugin.Render(plugin.NewScheme(), ps, target)
+	if *ready && cfg.Mesh.Mode == config.ModeAmbient {
+		target.Observed.Objects = append(target.Observed.Objects, waypoint.ProgrammedGateway(cfg, profile.Name))
+	}
+	r, err := plugin.Render(s, plugins.New(cfg), target)
 	if err != nil {
 		return fmt.Errorf("%s: %w", profileName, err)
 	}

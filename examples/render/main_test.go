@@ -21,6 +21,9 @@ func TestRenderGolden(t *testing.T) {
 	}{
 		{"default", nil},
 		{"sidecar", []string{"-mode", "sidecar"}},
+		{"waypoint-not-ready", []string{"-waypoint-ready=false"}},
+		{"cluster", []string{"-cluster"}},
+		{"restricted", []string{"-pss-enforce", "restricted"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,11 +3,14 @@
 package plugins
 
 import (
+	"github.com/kubeflow-ambient/profile-plugins/authz"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
-// New returns every plugin for cfg.
-func New(cfg *config.Config) ([]plugin.Plugin, error) {
-	return nil, nil
+// New returns every plugin for a validated cfg: access policies first, then the mesh (whose
+// enrolment labels wait for the access plugin's ztunnel policy).
+func New(cfg *config.Config) []plugin.Plugin {
+	return []plugin.Plugin{authz.New(cfg), waypoint.New(cfg)}
 }
