@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"strings"
 
-	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	typev1beta1 "istio.io/api/type/v1beta1"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"

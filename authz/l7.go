@@ -21,7 +21,9 @@ var l4ConditionKeys = map[string]bool{
 func L7Attributes(spec *securityv1beta1.AuthorizationPolicy) []string {
 	var out []string
 	for i, r := range spec.GetRules() {
-		at := func(format string, args ...any) { out = append(out, fmt.Sprintf("rules[%d].", i)+fmt.Sprintf(format, args...)) }
+		at := func(format string, args ...any) {
+			out = append(out, fmt.Sprintf("rules[%d].", i)+fmt.Sprintf(format, args...))
+		}
 		for j, f := range r.GetFrom() {
 			s := f.GetSource()
 			if len(s.GetRequestPrincipals())+len(s.GetNotRequestPrincipals()) > 0 {

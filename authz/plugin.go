@@ -61,7 +61,9 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 			}
 		}
 		contributors := ContributorsFrom(bindings)
-		sort.Slice(contributors, func(i, j int) bool { return ContributorPolicyName(contributors[i].User, contributors[i].Role) < ContributorPolicyName(contributors[j].User, contributors[j].Role) })
+		sort.Slice(contributors, func(i, j int) bool {
+			return ContributorPolicyName(contributors[i].User, contributors[i].Role) < ContributorPolicyName(contributors[j].User, contributors[j].Role)
+		})
 		for _, c := range contributors {
 			pol, err := ContributorPolicy(cfg, t.Namespace, c.User, c.Role)
 			if err != nil {
