@@ -68,9 +68,7 @@ func ToAmbient(in *istiosecurityv1.AuthorizationPolicy, target *typev1beta1.Poli
 		rep.Notes = append(rep.Notes, "it had no selector, so it applied to the whole namespace; now it applies only to traffic through the target")
 	}
 	out.Spec.Selector = nil
-	t := *target
-	t.Namespace = ""
-	out.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{&t}
+	out.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{{Group: target.Group, Kind: target.Kind, Name: target.Name}}
 
 	rep.L7 = L7Attributes(&out.Spec)
 	if len(rep.L7) == 0 {
