@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
+)
+
+func TestConvertWritesYAMLAndReport(t *testing.T) {
+	l7, err := os.ReadFile("../../testdata/authz/selector-l7.yaml")
+	require.NoError(t, err)
+	l4, err := os.ReadFile("../../testdata/authz/selector-l4.yaml")
+	require.NoError(t, err)
+	in := string(l7) + "---\n" + string(l4)
+
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run([]string{"-service", "ml-pipeline"}, strings.NewReader(in), &stdout, &stderr))
+	golden.Assert(t, "convert/service-target.yaml", stdout.Bytes())
+	golden.Assert(t, "convert/service-target.report.txt", stderr.Bytes())
+	assert.Contains(t, stderr.String(), "L7, waypoint only: rules[1].to[0].operation.paths")
+}
+
+func TestConvertReadsLists(t *testing.T) {
+	list := `apiVersion: v1
+kind: List
+items:
+- apiVersion: security.istio.io/v1
+  kind: AuthorizationPolicy
+  metadata: {name: a, namespace: kubeflow}
+  spec: {selector: {matchLabels: {app: a}}, rules: [{from: [{source: {namespaces: [kubeflow]}}]}]}
+- apiVersion: security.istio.io/v1
+  kind: AuthorizationPolicy
+  metadata: {name: b, namespace: kubeflow}
+  spec: {targetRefs: [{kind: Gateway, group: gateway.networking.k8s.io, name: waypoint}]}
+`
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run([]string{"-gateway", "waypoint"}, strings.NewReader(list), &stdout, &stderr))
+	assert.Contains(t, stdout.String(), "name: a")
+	assert.NotContains(t, stdout.String(), "name: b")
+	assert.Contains(t, stderr.String(), "kubeflow/b: skipped, it has targetRefs already")
+}
+
+func TestConvertRefusesBadInput(t *testing.T) {
+	cases := []struct {
+		name, in string
+		args     []string
+		want     string
+	}{
+		{"no target", "", nil, "exactly one of -gateway"},
+		{"two targets", "", []string{"-gateway", "a", "-service", "b"}, "exactly one of -gateway"},
+		{"not a policy", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", []string{"-gateway", "w"}, `document 1: kind "ConfigMap"`},
+		{"unknown field", "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: {name: x}\nspec: {rulez: [x]}\n", []string{"-gateway", "w"}, "rulez"},
+		{"bad target", "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: {name: x}\n", []string{"-gateway", "Bad_Name"}, `"Bad_Name"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(tc.args, strings.NewReader(tc.in), &stdout, &stderr)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Empty(t, stdout.String())
+		})
+	}
+}
