@@ -24,6 +24,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, "ns-owner-access-istio-ztunnel", c.Authorization.ZtunnelPolicyName)
 	assert.Equal(t, "istio-system", c.Mesh.RootNamespace)
 	assert.True(t, *c.Mesh.IngressUseWaypoint)
+	assert.True(t, *c.Mesh.IstioCNI)
 	assert.True(t, *c.Mesh.Waypoint.SeccompPatch)
 	assert.Equal(t, "kubeflow-userid", c.Authorization.UserIDHeader)
 	assert.Equal(t, "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account", c.Authorization.Principals.IngressGateway)
@@ -100,6 +101,13 @@ func TestBadConfig(t *testing.T) {
 		{"l4 exception ingress service account", header + "authorization: {l4Exceptions: [{serviceAccounts: [istio-system/istio-ingressgateway-service-account]}]}\n", []string{"authorization.l4Exceptions[0].serviceAccounts[0]", "ingress gateway"}},
 		{"l4 exception service account shape", header + "authorization: {l4Exceptions: [{serviceAccounts: [prometheus]}]}\n", []string{"authorization.l4Exceptions[0].serviceAccounts[0]", `"prometheus"`}},
 		{"l4 exception port", header + "authorization: {l4Exceptions: [{namespaces: [monitoring], ports: [70000]}]}\n", []string{"authorization.l4Exceptions[0].ports[0]", "70000"}},
+		{"sidecar without cni", header + "mesh: {mode: sidecar, istioCNI: false}\n", []string{"podSecurity.enforce.level", `"baseline"`, "NET_ADMIN", "istioCNI"}},
+		{"sidecar without cni restricted", header + "mesh: {mode: sidecar, istioCNI: false}\npodSecurity: {enforce: {level: restricted}}\n", []string{"podSecurity.enforce.level", `"restricted"`}},
+		{"preflight", header + "podSecurity: {preflight: wait}\n", []string{"podSecurity.preflight", `"wait"`}},
+		{"override matches nothing", header + "podSecurity: {overrides: [{minimumEnforce: privileged}]}\n", []string{"podSecurity.overrides[0]", "matches nothing"}},
+		{"override pattern", header + "podSecurity: {overrides: [{profiles: ['team-['], minimumEnforce: privileged}]}\n", []string{"podSecurity.overrides[0].profiles[0]", `"team-["`}},
+		{"override selector", header + "podSecurity: {overrides: [{namespaceSelector: {matchExpressions: [{key: a, operator: Like}]}, minimumEnforce: privileged}]}\n", []string{"podSecurity.overrides[0].namespaceSelector", "Like"}},
+		{"override level", header + "podSecurity: {overrides: [{profiles: [a], minimumEnforce: none}]}\n", []string{"podSecurity.overrides[0].minimumEnforce", `"none"`}},
 		{"pss level", header + "podSecurity: {enforce: {level: strict}}\n", []string{"podSecurity.enforce.level", `"strict"`, "baseline"}},
 		{"pss version", header + "podSecurity: {warn: {version: v1.30.1}}\n", []string{"podSecurity.warn.version", `"v1.30.1"`}},
 		{"pss version leading zero", header + "podSecurity: {audit: {version: v1.01}}\n", []string{"podSecurity.audit.version", `"v1.01"`}},

@@ -34,6 +34,7 @@ func (c *Config) SetDefaults() {
 	setIfEmpty(&m.Waypoint.For, DefaultWaypointFor)
 	setIfEmpty(&m.RootNamespace, DefaultRootNamespace)
 	setIfNil(&m.IngressUseWaypoint, true)
+	setIfNil(&m.IstioCNI, true)
 	setIfNil(&m.Waypoint.SeccompPatch, true)
 
 	a := &c.Authorization
@@ -54,6 +55,7 @@ func (c *Config) SetDefaults() {
 	setIfEmpty(&p.Enforce.Level, psaapi.LevelBaseline)
 	setIfEmpty(&p.Audit.Level, psaapi.LevelRestricted)
 	setIfEmpty(&p.Warn.Level, psaapi.LevelRestricted)
+	setIfEmpty(&p.Preflight, PreflightApply)
 	for _, lv := range []*LevelVersion{&p.Enforce, &p.Audit, &p.Warn} {
 		setIfEmpty(&lv.Version, psaapi.VersionLatest)
 	}

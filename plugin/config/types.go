@@ -1,6 +1,9 @@
 package config
 
-import psaapi "k8s.io/pod-security-admission/api"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+)
 
 const (
 	// APIVersion is the apiVersion of the configuration document.
@@ -49,6 +52,12 @@ type Mesh struct {
 	// IngressUseWaypoint sets istio.io/ingress-use-waypoint=true in ambient mode so that requests
 	// from the ingress gateway pass the waypoint's L7 policy too. Default: true.
 	IngressUseWaypoint *bool `json:"ingressUseWaypoint,omitempty"`
+	// IstioCNI says whether Istio's CNI node agent is installed, as Kubeflow's manifests install
+	// it. Without it, sidecar injection adds an istio-init container that needs NET_ADMIN and
+	// NET_RAW, which Pod Security baseline and restricted forbid, so sidecar mode with
+	// istioCNI: false requires enforce "privileged". Ambient mode always runs on istio-cni.
+	// Default: true.
+	IstioCNI *bool `json:"istioCNI,omitempty"`
 	// Waypoint configures the per-namespace waypoint in ambient mode.
 	Waypoint Waypoint `json:"waypoint,omitempty"`
 }
@@ -148,6 +157,32 @@ type PodSecurity struct {
 	Audit LevelVersion `json:"audit,omitempty"`
 	// Warn warns the user who creates a violating pod. Default: restricted at latest.
 	Warn LevelVersion `json:"warn,omitempty"`
+	// Overrides let matching profiles choose a looser enforce level through a PodSecurity entry
+	// in spec.plugins. Any profile may choose stricter levels; none may loosen audit or warn.
+	// Default: none, so no profile can loosen anything.
+	Overrides []PodSecurityOverride `json:"overrides,omitempty"`
+	// Preflight decides what happens when enforce is tightened on a namespace whose running pods
+	// would violate the new level: "apply" (tighten anyway and report the pods, as the API server
+	// does) or "hold" (keep the current level and report until the pods comply). Default: apply.
+	Preflight PreflightAction `json:"preflight,omitempty"`
+}
+
+// PreflightAction is what to do when tightening enforce would leave violating pods behind.
+type PreflightAction string
+
+const (
+	PreflightApply PreflightAction = "apply"
+	PreflightHold  PreflightAction = "hold"
+)
+
+// PodSecurityOverride allows the profiles it matches a looser enforce level. A profile matches
+// when its name matches one of Profiles (shell patterns such as "team-*") or its namespace's
+// labels match NamespaceSelector.
+type PodSecurityOverride struct {
+	Profiles          []string              `json:"profiles,omitempty"`
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// MinimumEnforce is the loosest enforce level a matching profile may choose.
+	MinimumEnforce psaapi.Level `json:"minimumEnforce"`
 }
 
 // LevelVersion is a Pod Security level and the version of its checks.

@@ -2,10 +2,12 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -25,6 +27,11 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Mesh.validate(field.NewPath("mesh"))...)
 	errs = append(errs, c.Authorization.validate(field.NewPath("authorization"))...)
 	errs = append(errs, c.PodSecurity.validate(field.NewPath("podSecurity"))...)
+	if c.Mesh.Mode == ModeSidecar && c.Mesh.IstioCNI != nil && !*c.Mesh.IstioCNI && c.PodSecurity.Enforce.Level != psaapi.LevelPrivileged {
+		errs = append(errs, field.Invalid(field.NewPath("podSecurity", "enforce", "level"), c.PodSecurity.Enforce.Level,
+			"sidecar mode without istio-cni injects an istio-init container that needs NET_ADMIN and NET_RAW, which this level forbids, "+
+				"so every meshed pod would be refused; install istio-cni (mesh.istioCNI: true), use mesh.mode ambient, or enforce \"privileged\""))
+	}
 	if c.Mesh.Mode == ModeAmbient && c.Mesh.Waypoint.SeccompPatch != nil && !*c.Mesh.Waypoint.SeccompPatch &&
 		c.PodSecurity.Enforce.Level == psaapi.LevelRestricted {
 		errs = append(errs, field.Invalid(field.NewPath("mesh", "waypoint", "seccompPatch"), false,
@@ -172,6 +179,31 @@ func (p *PodSecurity) validate(path *field.Path) field.ErrorList {
 		v    LevelVersion
 	}{{"enforce", p.Enforce}, {"audit", p.Audit}, {"warn", p.Warn}} {
 		errs = append(errs, lv.v.Validate(path.Child(lv.name))...)
+	}
+	switch p.Preflight {
+	case PreflightApply, PreflightHold:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("preflight"), p.Preflight, []PreflightAction{PreflightApply, PreflightHold}))
+	}
+	for i, o := range p.Overrides {
+		op := path.Child("overrides").Index(i)
+		if len(o.Profiles) == 0 && o.NamespaceSelector == nil {
+			errs = append(errs, field.Required(op, "set profiles or namespaceSelector, or the override matches nothing"))
+		}
+		for j, pat := range o.Profiles {
+			if _, err := filepath.Match(pat, ""); err != nil {
+				errs = append(errs, field.Invalid(op.Child("profiles").Index(j), pat, err.Error()))
+			}
+		}
+		if o.NamespaceSelector != nil {
+			if _, err := metav1.LabelSelectorAsSelector(o.NamespaceSelector); err != nil {
+				errs = append(errs, field.Invalid(op.Child("namespaceSelector"), o.NamespaceSelector.String(), err.Error()))
+			}
+		}
+		if _, err := psaapi.ParseLevel(string(o.MinimumEnforce)); err != nil {
+			errs = append(errs, field.NotSupported(op.Child("minimumEnforce"), o.MinimumEnforce,
+				[]psaapi.Level{psaapi.LevelPrivileged, psaapi.LevelBaseline, psaapi.LevelRestricted}))
+		}
 	}
 	return errs
 }
