@@ -84,6 +84,11 @@ type Desired struct {
 	Waiting []string
 	// Warnings are things an admin should know that do not stop the plugin.
 	Warnings []string
+	// Errors are problems the plugin answered by falling back to a safe state, such as a Profile
+	// that asks for a level it may not have. The desired state is still applied; the errors are
+	// reported like any other (Result.Err, a False condition). Return an error from Generate
+	// instead when nothing safe can be applied.
+	Errors []error
 }
 
 // Ref names one object in the target namespace.

@@ -21,20 +21,25 @@ type Rendering struct {
 	Objects []*unstructured.Unstructured
 	// Waiting and Warnings are the plugins' own, prefixed with the plugin's name.
 	Waiting, Warnings []string
+	// Errors are the plugins' Desired.Errors: what they refused while rendering a safe state.
+	Errors []error
 }
 
 // Render generates t with every plugin, as Runner.Apply would, without an API server. An owner
-// reference is added only when t.Profile has a UID. Any plugin error fails the whole rendering.
+// reference is added only when t.Profile has a UID. A plugin whose Generate fails fails the whole
+// rendering; Desired.Errors (refusals answered with a safe state) are kept in Rendering.Errors.
 func Render(s *runtime.Scheme, plugins []Plugin, t Target) (*Rendering, error) {
 	res := &Result{}
 	for _, p := range plugins {
 		res.Plugins = append(res.Plugins, PluginResult{Plugin: p.Name()})
 	}
 	plans := plan(s, plugins, res, t)
-	if err := res.Err(); err != nil {
-		return nil, err
+	for _, p := range plans {
+		if p.failed {
+			return nil, res.Err()
+		}
 	}
-	out := &Rendering{}
+	out := &Rendering{Errors: res.errors()}
 	exists := map[Ref]bool{}
 	for _, p := range plans {
 		for _, o := range p.objects {

@@ -228,6 +228,9 @@ func plan(s *runtime.Scheme, plugins []Plugin, res *Result, t Target) []*planned
 		}
 		pl.res.Waiting = append(pl.res.Waiting, d.Waiting...)
 		pl.res.Warnings = append(pl.res.Warnings, d.Warnings...)
+		for _, e := range d.Errors {
+			pl.res.Errors = append(pl.res.Errors, fmt.Errorf("plugin %s: %w", p.Name(), e))
+		}
 	}
 	refuseLabelClashes(plans)
 	return plans

@@ -428,8 +428,11 @@ func TestPluginsCannotFightOverALabel(t *testing.T) {
 	assert.Equal(t, "x", labels["same"], "agreeing plugins may share a label")
 	assert.Equal(t, "y", labels["own"])
 
-	_, err := plugin.Render(plugin.NewScheme(), []plugin.Plugin{a, b}, plugin.Target{Namespace: ns})
-	assert.ErrorContains(t, err, "clashes")
+	r, err := plugin.Render(plugin.NewScheme(), []plugin.Plugin{a, b}, plugin.Target{Namespace: ns})
+	require.NoError(t, err)
+	require.Len(t, r.Errors, 1)
+	assert.ErrorContains(t, r.Errors[0], "clashes")
+	assert.Equal(t, "one", r.Namespace.GetLabels()["shared"])
 }
 
 func TestAdoptTakesOverOnlyWhatThePluginNames(t *testing.T) {

@@ -13,6 +13,7 @@ package main
 
 import (
 	_ "embed"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -102,6 +103,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	r, err := plugin.Render(s, plugins.New(cfg), target)
 	if err != nil {
 		return fmt.Errorf("%s: %w", profileName, err)
+	}
+	if len(r.Errors) > 0 {
+		return fmt.Errorf("%s: %w", profileName, errors.Join(r.Errors...))
 	}
 	out, err := r.YAML()
 	if err != nil {
