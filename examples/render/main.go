@@ -100,7 +100,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *ready && cfg.Mesh.Mode == config.ModeAmbient {
 		target.Observed.Objects = append(target.Observed.Objects, waypoint.ProgrammedGateway(cfg, profile.Name))
 	}
-	r, err := plugin.Render(s, plugins.New(cfg), target)
+	ps, err := plugins.New(cfg)
+	if err != nil {
+		return err
+	}
+	r, err := plugin.Render(s, ps, target)
 	if err != nil {
 		return fmt.Errorf("%s: %w", profileName, err)
 	}

@@ -6,11 +6,16 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/authz"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/pss"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
 // New returns every plugin for a validated cfg: access policies first, then the mesh (whose
-// enrolment labels wait for the access plugin's ztunnel policy).
-func New(cfg *config.Config) []plugin.Plugin {
-	return []plugin.Plugin{authz.New(cfg), waypoint.New(cfg)}
+// enrolment labels wait for the access plugin's ztunnel policy), then Pod Security.
+func New(cfg *config.Config) ([]plugin.Plugin, error) {
+	podSecurity, err := pss.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return []plugin.Plugin{authz.New(cfg), waypoint.New(cfg), podSecurity}, nil
 }

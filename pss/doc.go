@@ -1,0 +1,23 @@
+// Package pss is the Pod Security plugin: it sets the pod-security.kubernetes.io labels of every
+// user namespace to what the platform admin decided, and lets a Profile choose only within that.
+//
+// The admin's configuration gives the enforce, audit and warn levels and versions (default:
+// enforce baseline, audit and warn restricted, all at latest). A Profile may carry a
+// spec.plugins entry of kind PodSecurity:
+//
+//	plugins:
+//	- kind: PodSecurity
+//	  spec: {enforce: restricted}
+//
+// Anyone may tighten a level. Loosening enforce is allowed only to profiles that an override in the
+// configuration matches (by name pattern or namespace labels), and only down to that override's
+// minimum; audit and warn never loosen, since they are how the admin sees violations. A refused
+// request is not applied: the namespace keeps the admin's level and the Result carries an error
+// that names the profile, the field and the refused level.
+//
+// Before enforce is tightened on a namespace, the plugin evaluates its running pods with the API
+// server's own Pod Security checks (k8s.io/pod-security-admission/policy) and reports every pod that
+// would violate the new level. Tightening still goes ahead by default, as the API server allows
+// (existing pods keep running; new ones are refused); with podSecurity.preflight: hold the
+// plugin keeps the current level and waits until the pods comply.
+package pss

@@ -1,0 +1,253 @@
+package pss
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+)
+
+const (
+	// PluginName is the plugin's name: its field manager and the value of plugin.PluginLabel.
+	PluginName = "pss"
+	// ProfileKind is the spec.plugins kind a Profile uses to choose its levels.
+	ProfileKind = "PodSecurity"
+)
+
+// ProfileSpec is what a Profile may ask for; every field is optional.
+type ProfileSpec struct {
+	Enforce psaapi.Level `json:"enforce,omitempty"`
+	Audit   psaapi.Level `json:"audit,omitempty"`
+	Warn    psaapi.Level `json:"warn,omitempty"`
+}
+
+// Plugin is the Pod Security plugin. Create it with New.
+type Plugin struct {
+	cfg  *config.Config
+	eval policy.Evaluator
+}
+
+var (
+	_ plugin.Plugin      = (*Plugin)(nil)
+	_ plugin.PodObserver = (*Plugin)(nil)
+)
+
+// New returns the plugin for a validated configuration.
+func New(cfg *config.Config) (*Plugin, error) {
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("pod security evaluator: %w", err)
+	}
+	return &Plugin{cfg: cfg, eval: eval}, nil
+}
+
+// Name implements plugin.Plugin.
+func (p *Plugin) Name() string { return PluginName }
+
+// Kinds implements plugin.Plugin: the plugin writes only namespace labels.
+func (p *Plugin) Kinds() []client.ObjectList { return nil }
+
+// NeedsPods implements plugin.PodObserver: the preflight evaluates the running pods.
+func (p *Plugin) NeedsPods() bool { return true }
+
+// Generate implements plugin.Plugin.
+func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
+	ps := p.cfg.PodSecurity
+	want := map[string]config.LevelVersion{"enforce": ps.Enforce, "audit": ps.Audit, "warn": ps.Warn}
+	var d plugin.Desired
+
+	if t.Profile != nil {
+		errs := p.profileChoice(t, want)
+		d.Errors = append(d.Errors, errs...)
+	}
+
+	enforce := want["enforce"]
+	if held, report := p.preflight(t, enforce); report != "" {
+		if held != nil {
+			enforce = *held
+			d.Waiting = append(d.Waiting, report)
+		} else {
+			d.Warnings = append(d.Warnings, report)
+		}
+	}
+	d.Labels = map[string]string{}
+	if enforce.Level != "" {
+		d.Labels[psaapi.EnforceLevelLabel] = string(enforce.Level)
+		d.Labels[psaapi.EnforceVersionLabel] = enforce.Version
+	}
+	d.Labels[psaapi.AuditLevelLabel] = string(want["audit"].Level)
+	d.Labels[psaapi.AuditVersionLabel] = want["audit"].Version
+	d.Labels[psaapi.WarnLevelLabel] = string(want["warn"].Level)
+	d.Labels[psaapi.WarnVersionLabel] = want["warn"].Version
+	return d, nil
+}
+
+// profileChoice applies what the Profile asks for to want, where the configuration allows it,
+// and returns one error per refused request.
+func (p *Plugin) profileChoice(t plugin.Target, want map[string]config.LevelVersion) []error {
+	var spec ProfileSpec
+	found, err := profilev1.DecodePluginSpec(t.Profile, ProfileKind, &spec)
+	if err != nil {
+		return []error{fmt.Errorf("%w; the admin's levels apply", err)}
+	}
+	if !found {
+		return nil
+	}
+	base := field.NewPath("spec", "plugins").Index(pluginIndex(t.Profile)).Child("spec")
+	var errs []error
+	refuse := func(path *field.Path, asked psaapi.Level, why string) {
+		errs = append(errs, fmt.Errorf("profile %q: %s: level %q refused: %s", t.Profile.Name, path, asked, why))
+	}
+	for _, c := range []struct {
+		name  string
+		asked psaapi.Level
+	}{{"enforce", spec.Enforce}, {"audit", spec.Audit}, {"warn", spec.Warn}} {
+		if c.asked == "" {
+			continue
+		}
+		path := base.Child(c.name)
+		asked, err := psaapi.ParseLevel(string(c.asked))
+		if err != nil {
+			refuse(path, c.asked, "must be privileged, baseline or restricted")
+			continue
+		}
+		admin := want[c.name]
+		switch {
+		case psaapi.CompareLevels(asked, admin.Level) >= 0:
+			if c.name == "enforce" && asked != psaapi.LevelPrivileged && p.cfg.Mesh.Mode == config.ModeSidecar && !*p.cfg.Mesh.IstioCNI {
+				refuse(path, c.asked, "sidecar injection without istio-cni needs NET_ADMIN and NET_RAW, which this level forbids; enforce stays "+string(admin.Level))
+				continue
+			}
+		case c.name != "enforce":
+			refuse(path, c.asked, fmt.Sprintf("%s may be tightened but never loosened below the admin's %q", c.name, admin.Level))
+			continue
+		default:
+			min, ok := p.loosestAllowed(t)
+			if !ok {
+				refuse(path, c.asked, fmt.Sprintf("looser than the admin's %q and no podSecurity.overrides entry matches this profile; enforce stays %s", admin.Level, admin.Level))
+				continue
+			}
+			if psaapi.CompareLevels(asked, min) < 0 {
+				refuse(path, c.asked, fmt.Sprintf("podSecurity.overrides allow this profile down to %q only; enforce stays %s", min, admin.Level))
+				continue
+			}
+		}
+		want[c.name] = config.LevelVersion{Level: asked, Version: admin.Version}
+	}
+	return errs
+}
+
+// loosestAllowed is the loosest enforce level any matching override grants the target.
+func (p *Plugin) loosestAllowed(t plugin.Target) (psaapi.Level, bool) {
+	var best psaapi.Level
+	found := false
+	for _, o := range p.cfg.PodSecurity.Overrides {
+		if !matches(o, t) {
+			continue
+		}
+		if !found || psaapi.CompareLevels(o.MinimumEnforce, best) < 0 {
+			best, found = o.MinimumEnforce, true
+		}
+	}
+	return best, found
+}
+
+func matches(o config.PodSecurityOverride, t plugin.Target) bool {
+	for _, pat := range o.Profiles {
+		if ok, _ := filepath.Match(pat, t.Namespace); ok {
+			return true
+		}
+	}
+	if o.NamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(o.NamespaceSelector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(t.Observed.Labels)) {
+			return true
+		}
+	}
+	return false
+}
+
+func pluginIndex(p *profilev1.Profile) int {
+	for i, pl := range p.Spec.Plugins {
+		if pl.Kind == ProfileKind {
+			return i
+		}
+	}
+	return -1
+}
+
+// preflight evaluates the running pods when enforce gets stricter than the namespace has now.
+// It returns a report when pods would violate the new level, and, with preflight hold, the level
+// to keep instead (the current one; a zero LevelVersion when the namespace has none).
+func (p *Plugin) preflight(t plugin.Target, next config.LevelVersion) (*config.LevelVersion, string) {
+	current := currentEnforce(t.Observed.Labels)
+	if psaapi.CompareLevels(next.Level, current.Level) <= 0 {
+		return nil, ""
+	}
+	violations := p.Violations(t.Observed.Pods, next)
+	if len(violations) == 0 {
+		return nil, ""
+	}
+	msg := fmt.Sprintf("tightening enforce from %q to %q: %d running pod(s) violate it and keep running, but could not be created again: %s",
+		current.Level, next.Level, len(violations), strings.Join(violations, "; "))
+	if p.cfg.PodSecurity.Preflight != config.PreflightHold {
+		return nil, msg
+	}
+	held := config.LevelVersion{}
+	if _, set := t.Observed.Labels[psaapi.EnforceLevelLabel]; set {
+		held = current
+	}
+	return &held, "holding enforce at " + fmt.Sprintf("%q", current.Level) + " (podSecurity.preflight: hold) until the pods comply; " + msg
+}
+
+// currentEnforce reads the namespace's enforce level as the API server would: missing means
+// privileged, an invalid value means restricted.
+func currentEnforce(nsLabels map[string]string) config.LevelVersion {
+	lv := config.LevelVersion{Level: psaapi.LevelPrivileged, Version: psaapi.VersionLatest}
+	if v, ok := nsLabels[psaapi.EnforceLevelLabel]; ok {
+		l, err := psaapi.ParseLevel(v)
+		if err != nil {
+			l = psaapi.LevelRestricted
+		}
+		lv.Level = l
+	}
+	if v, ok := nsLabels[psaapi.EnforceVersionLabel]; ok {
+		lv.Version = v
+	}
+	return lv
+}
+
+// Violations evaluates pods at lv with Pod Security's own checks and describes each violating pod
+// as "name (reason: detail)", sorted by name. Pods that have finished are skipped.
+func (p *Plugin) Violations(pods []corev1.Pod, lv config.LevelVersion) []string {
+	version, err := psaapi.ParseVersion(lv.Version)
+	if err != nil {
+		version = psaapi.LatestVersion()
+	}
+	level := psaapi.LevelVersion{Level: lv.Level, Version: version}
+	var out []string
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		res := policy.AggregateCheckResults(p.eval.EvaluatePod(level, &pod.ObjectMeta, &pod.Spec))
+		if !res.Allowed {
+			out = append(out, fmt.Sprintf("%s (%s: %s)", pod.Name, res.ForbiddenReason(), res.ForbiddenDetail()))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
