@@ -5,7 +5,11 @@ BIN   := $(CURDIR)/bin
 # Packages whose tests compare with golden files; only they know the -update flag.
 GOLDEN_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep 'internal/golden' | grep -v '^[^ ]*/internal/golden ' | cut -d' ' -f1)
 
-.PHONY: test unit lint render update-golden
+# The versions the Kubeflow profiles controller pins: importing this module must not raise them.
+FLOORS = sigs.k8s.io/controller-runtime@v0.24.1 k8s.io/api@v0.36.3 k8s.io/apimachinery@v0.36.3 \
+	k8s.io/client-go@v0.36.3 k8s.io/pod-security-admission@v0.36.3 istio.io/api@v1.30.3 istio.io/client-go@v1.30.3
+
+.PHONY: test unit lint floors render update-golden
 
 ## test: lint, then every test of the module.
 test: lint unit
@@ -13,10 +17,15 @@ test: lint unit
 unit:
 	$(GO) test -count=1 ./...
 
-## lint: gofmt and go vet, for the library and the tool modules under hack/.
-lint:
+## lint: gofmt, go vet and the dependency floors.
+lint: floors
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+## floors: fail when the build selects a newer version than the profiles controller pins.
+floors:
+	@for f in $(FLOORS); do m=$${f%@*}; want=$${f#*@}; got=$$($(GO) list -m -f '{{.Version}}' $$m); \
+	  if [ "$$got" != "$$want" ]; then echo "$$m is $$got in the build, but the floor is $$want: a dependency change raised it"; exit 1; fi; done
 
 ## render: what the plugins emit for the embedded sample Profile.
 render:

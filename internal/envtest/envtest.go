@@ -1,0 +1,149 @@
+// Package envtest starts a real API server (kube-apiserver and etcd from bin/, built by
+// `make envtest`) with the real Istio, Gateway API and Profile CRDs, for the integration tests.
+//
+// The binaries are found through KUBEBUILDER_ASSETS, which `make test` sets. When they are
+// missing, Start fails the test with the command that builds them: integration tests never skip.
+package envtest
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+)
+
+// BuildCommand builds the API server binaries into bin/.
+const BuildCommand = "make envtest"
+
+// Env is a running API server.
+type Env struct {
+	Config *rest.Config
+	Client client.Client
+	// Requests counts the requests sent through Config, by HTTP method.
+	Requests *Counter
+}
+
+// Counter counts requests by HTTP method (GET, LIST is a GET too, PATCH, POST, PUT, DELETE).
+type Counter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// Writes is the number of requests that can change state.
+func (c *Counter) Writes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[http.MethodPost] + c.counts[http.MethodPut] + c.counts[http.MethodPatch] + c.counts[http.MethodDelete]
+}
+
+// Snapshot returns a copy of the counts.
+func (c *Counter) Snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range c.counts {
+		out[k] = v
+	}
+	return out
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	c    *Counter
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.c.mu.Lock()
+	t.c.counts[r.Method]++
+	t.c.mu.Unlock()
+	return t.next.RoundTrip(r)
+}
+
+var (
+	shared    *Env
+	sharedErr error
+	once      sync.Once
+	stop      func() error
+)
+
+// Start returns the package's API server, starting it on first use. Call Stop from TestMain.
+func Start(t testing.TB) *Env {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(golden.ModuleRoot(t), "bin")
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
+			t.Fatalf("the integration tests need %s in %s (KUBEBUILDER_ASSETS); build it with: %s", bin, assets, BuildCommand)
+		}
+	}
+	once.Do(func() { shared, sharedErr = start(t, assets) })
+	if sharedErr != nil {
+		t.Fatalf("starting the test API server: %v", sharedErr)
+	}
+	return shared
+}
+
+// Stop stops the API server if it was started.
+func Stop() error {
+	if stop == nil {
+		return nil
+	}
+	return stop()
+}
+
+func start(t testing.TB, assets string) (*Env, error) {
+	istioCRDs, err := moduleFile("istio.io/api", "kubernetes", "customresourcedefinitions.gen.yaml")
+	if err != nil {
+		return nil, err
+	}
+	gatewayCRDs, err := moduleFile("sigs.k8s.io/gateway-api", "config", "crd", "standard")
+	if err != nil {
+		return nil, err
+	}
+	env := &crenvtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths: []string{
+			istioCRDs, gatewayCRDs,
+			filepath.Join(golden.ModuleRoot(t), "testdata", "crds"),
+		},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                plugin.NewScheme(),
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, err
+	}
+	stop = env.Stop
+	counter := &Counter{counts: map[string]int{}}
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: counter} }
+	cfg.WarningHandlerWithContext = plugin.WarningHandler{}
+	c, err := client.New(cfg, client.Options{Scheme: plugin.NewScheme()})
+	if err != nil {
+		return nil, err
+	}
+	return &Env{Config: cfg, Client: c, Requests: counter}, nil
+}
+
+// moduleFile finds a path inside a module of the build, through the go command (so the CRDs are
+// the ones of the versions go.mod selects, from the module cache).
+func moduleFile(module string, elem ...string) (string, error) {
+	out, err := exec.CommandContext(context.Background(), "go", "list", "-m", "-f", "{{.Dir}}", module).Output()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(append([]string{strings.TrimSpace(string(out))}, elem...)...), nil
+}
