@@ -9,13 +9,26 @@ GOLDEN_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Imports " "}} {{joi
 FLOORS = sigs.k8s.io/controller-runtime@v0.24.1 k8s.io/api@v0.36.3 k8s.io/apimachinery@v0.36.3 \
 	k8s.io/client-go@v0.36.3 k8s.io/pod-security-admission@v0.36.3 istio.io/api@v1.30.3 istio.io/client-go@v1.30.3
 
-.PHONY: test unit lint floors render update-golden
+# The integration tests find kube-apiserver and etcd here (controller-runtime's envtest convention).
+export KUBEBUILDER_ASSETS ?= $(BIN)
 
-## test: lint, then every test of the module.
-test: lint unit
+.PHONY: test unit lint floors envtest render update-golden
+
+## test: lint, build the test API server if needed, then every test of the module.
+test: lint envtest unit
 
 unit:
 	$(GO) test -count=1 ./...
+
+## envtest: build kube-apiserver (k8s.io/kubernetes v1.37.2) and etcd (v3.6.16) from Go modules into
+## bin/, each in its own tool module under hack/. Skips what is built; the first build takes minutes.
+envtest: $(BIN)/kube-apiserver $(BIN)/etcd
+
+$(BIN)/kube-apiserver: hack/kube-apiserver/go.mod hack/kube-apiserver/go.sum
+	cd hack/kube-apiserver && $(GO) build -o $(BIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+
+$(BIN)/etcd: hack/etcd/go.mod hack/etcd/go.sum hack/etcd/main.go
+	cd hack/etcd && $(GO) build -o $(BIN)/etcd .
 
 ## lint: gofmt, go vet and the dependency floors.
 lint: floors

@@ -13,8 +13,19 @@ import (
 // ConditionType is the type of the Profile status condition [Result.Condition] returns.
 const ConditionType = "ProfilePluginsReady"
 
-// ErrConflict is wrapped by every [ConflictError].
-var ErrConflict = errors.New("object exists and was not made by this plugin")
+var (
+	// ErrConflict is wrapped by every [ConflictError].
+	ErrConflict = errors.New("object exists and was not made by this plugin")
+	// ErrInput marks errors caused by what the plugins were given (a Profile, the configuration,
+	// an object someone else made) rather than by the API server: reconciling again without a
+	// change gives the same error, so controllers should report it, not retry it.
+	ErrInput = errors.New("input error")
+)
+
+// inputError marks err as an ErrInput without changing its message.
+type inputError struct{ error }
+
+func (e inputError) Unwrap() []error { return []error{e.error, ErrInput} }
 
 // ConflictError says an object the plugin wants already exists but is not marked as the plugin's.
 // The runner leaves such an object alone: overwriting it would fight its real owner.
@@ -34,7 +45,7 @@ func (e *ConflictError) Error() string {
 		e.Plugin, e.Ref, who)
 }
 
-func (e *ConflictError) Unwrap() error { return ErrConflict }
+func (e *ConflictError) Unwrap() []error { return []error{ErrConflict, ErrInput} }
 
 // Result reports one Runner.Apply or Runner.Revoke call.
 type Result struct {
@@ -63,6 +74,17 @@ type PluginResult struct {
 
 // Err joins every error of the call; nil when all succeeded.
 func (r *Result) Err() error { return errors.Join(r.errors()...) }
+
+// Retryable reports whether any error may go away on its own (an API error, a timeout): the
+// controller should requeue with backoff. Input errors alone are not retryable.
+func (r *Result) Retryable() bool {
+	for _, err := range r.errors() {
+		if !errors.Is(err, ErrInput) {
+			return true
+		}
+	}
+	return false
+}
 
 // Changed reports whether the call wrote anything.
 func (r *Result) Changed() bool {

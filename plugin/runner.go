@@ -223,13 +223,13 @@ func plan(s *runtime.Scheme, plugins []Plugin, res *Result, t Target) []*planned
 		}
 		if err != nil {
 			pl.failed = true
-			pl.res.Errors = append(pl.res.Errors, fmt.Errorf("plugin %s: %w", p.Name(), err))
+			pl.res.Errors = append(pl.res.Errors, inputError{fmt.Errorf("plugin %s: %w", p.Name(), err)})
 			continue
 		}
 		pl.res.Waiting = append(pl.res.Waiting, d.Waiting...)
 		pl.res.Warnings = append(pl.res.Warnings, d.Warnings...)
 		for _, e := range d.Errors {
-			pl.res.Errors = append(pl.res.Errors, fmt.Errorf("plugin %s: %w", p.Name(), e))
+			pl.res.Errors = append(pl.res.Errors, inputError{fmt.Errorf("plugin %s: %w", p.Name(), e)})
 		}
 	}
 	refuseLabelClashes(plans)
@@ -253,8 +253,8 @@ func refuseLabelClashes(plans []*planned) {
 				continue
 			}
 			if c.value != v {
-				p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: namespace label %s=%q clashes with plugin %s's %q; it is not applied",
-					p.plugin.Name(), k, v, c.plugin, c.value))
+				p.res.Errors = append(p.res.Errors, inputError{fmt.Errorf("plugin %s: namespace label %s=%q clashes with plugin %s's %q; it is not applied",
+					p.plugin.Name(), k, v, c.plugin, c.value)})
 				p.desired.Labels = maps.Clone(p.desired.Labels)
 				delete(p.desired.Labels, k)
 			}

@@ -475,3 +475,22 @@ func (p *adoptingPlugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	d.Adopt = p.adopt
 	return d, err
 }
+
+func TestRetryableTellsInputErrorsFromAPIErrors(t *testing.T) {
+	e := newEnv(t)
+	bad := &testPlugin{name: "bad", err: errors.New("owner is invalid")}
+	res := newRunner(t, e, bad).Apply(context.Background(), testProfile())
+	require.ErrorIs(t, res.Err(), plugin.ErrInput)
+	assert.False(t, res.Retryable(), "a plugin's refusal does not go away by retrying")
+
+	failing := fake.NewClientBuilder().WithScheme(plugin.NewScheme()).WithObjects(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}).WithInterceptorFuncs(interceptor.Funcs{
+		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+			return apierrors.NewServiceUnavailable("etcd is down")
+		},
+	}).Build()
+	good := &testPlugin{name: "good", labels: map[string]string{"a": "b"}}
+	res = newRunner(t, failing, good).Apply(context.Background(), testProfile())
+	require.Error(t, res.Err())
+	assert.True(t, res.Retryable())
+}

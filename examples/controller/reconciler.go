@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/waypoint"
+)
+
+// Finalizer keeps a Profile until the plugins have revoked what they made.
+const Finalizer = "profile-plugins.kubeflow-ambient.io/revoke"
+
+// Reconciler runs the plugins for one Profile per call. It writes only when something changed:
+// the runner skips unchanged objects and labels, the finalizer and namespace are written once, the
+// status only when the condition changes, and events only when what they say is new.
+type Reconciler struct {
+	Client   client.Client
+	Runner   *plugin.Runner
+	Recorder events.EventRecorder
+	Metrics  *Metrics
+
+	mu       sync.Mutex
+	lastSaid map[string]string // profile name -> the warnings and errors last recorded as events
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	profile := &profilev1.Profile{}
+	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+
+	if !profile.DeletionTimestamp.IsZero() {
+		res := r.Runner.Revoke(ctx, profile)
+		if err := res.Err(); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Metrics.forget(profile.Name)
+		r.forget(profile.Name)
+		if controllerutil.RemoveFinalizer(profile, Finalizer) {
+			return ctrl.Result{}, r.Client.Update(ctx, profile)
+		}
+		return ctrl.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(profile, Finalizer) {
+		if err := r.Client.Update(ctx, profile); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.ensureNamespace(ctx, profile); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	res := r.Runner.Apply(ctx, profile)
+	r.Metrics.observe(profile.Name, res)
+	r.say(profile, res)
+	if err := r.writeCondition(ctx, profile, res.Condition()); err != nil {
+		return ctrl.Result{}, err
+	}
+	if res.Changed() {
+		logger.Info("applied", "result", res.String())
+	}
+	if err := res.Err(); err != nil && res.Retryable() {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: res.RequeueAfter()}, nil
+}
+
+// ensureNamespace creates the Profile's namespace if it is missing, as the profiles controller
+// does. An existing namespace is never changed here: the plugins own only their labels.
+func (r *Reconciler) ensureNamespace(ctx context.Context, profile *profilev1.Profile) error {
+	ns := &corev1.Namespace{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: profile.Name}, ns)
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:        profile.Name,
+		Annotations: map[string]string{"owner": profile.Spec.Owner.Name},
+	}}
+	if err := controllerutil.SetControllerReference(profile, ns, r.Client.Scheme()); err != nil {
+		return err
+	}
+	return client.IgnoreAlreadyExists(r.Client.Create(ctx, ns))
+}
+
+// writeCondition puts the Result's condition into the Profile's status, replacing the one of the
+// same type, and writes nothing when it is already there.
+func (r *Reconciler) writeCondition(ctx context.Context, profile *profilev1.Profile, c profilev1.ProfileCondition) error {
+	i := slices.IndexFunc(profile.Status.Conditions, func(have profilev1.ProfileCondition) bool { return have.Type == c.Type })
+	if i >= 0 && profile.Status.Conditions[i] == c {
+		return nil
+	}
+	patch := client.MergeFrom(profile.DeepCopy())
+	if i >= 0 {
+		profile.Status.Conditions[i] = c
+	} else {
+		profile.Status.Conditions = append(profile.Status.Conditions, c)
+	}
+	return r.Client.Status().Patch(ctx, profile, patch)
+}
+
+// say records the Result's errors and warnings as events on the Profile, once per change.
+func (r *Reconciler) say(profile *profilev1.Profile, res *plugin.Result) {
+	var lines []string
+	for _, w := range res.Warnings() {
+		lines = append(lines, "W "+w)
+	}
+	if err := res.Err(); err != nil {
+		lines = append(lines, "E "+err.Error())
+	}
+	said := strings.Join(lines, "\n")
+	r.mu.Lock()
+	if r.lastSaid == nil {
+		r.lastSaid = map[string]string{}
+	}
+	unchanged := r.lastSaid[profile.Name] == said
+	r.lastSaid[profile.Name] = said
+	r.mu.Unlock()
+	if unchanged || r.Recorder == nil {
+		return
+	}
+	for _, w := range res.Warnings() {
+		r.Recorder.Eventf(profile, nil, corev1.EventTypeWarning, "PluginWarning", "Apply", "%s", w)
+	}
+	if err := res.Err(); err != nil {
+		r.Recorder.Eventf(profile, nil, corev1.EventTypeWarning, "PluginError", "Apply", "%s", err.Error())
+	}
+}
+
+func (r *Reconciler) forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.lastSaid, name)
+}
+
+// waitingForWaypoint reports whether the waypoint plugin of res is waiting.
+func waitingForWaypoint(res *plugin.Result) bool {
+	for _, p := range res.Plugins {
+		if p.Plugin == waypoint.PluginName {
+			for _, w := range p.Waiting {
+				if strings.HasPrefix(w, "waiting for waypoint") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
