@@ -263,8 +263,8 @@ func ptrTo[T any](v T) *T { return &v }
 func TestManagerWiring(t *testing.T) {
 	env := envtest.Start(t)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:  plugin.NewScheme(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Scheme:     plugin.NewScheme(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptrTo(true)},
 	})
 	require.NoError(t, err)
