@@ -230,7 +230,7 @@ func currentEnforce(nsLabels map[string]string) config.LevelVersion {
 }
 
 // Violations evaluates pods at lv with Pod Security's own checks and describes each violating pod
-// as "name (reason: detail)", sorted by name. Pods that have finished are skipped.
+// as "name (what it violates)", sorted by name. Pods that have finished are skipped.
 func (p *Plugin) Violations(pods []corev1.Pod, lv config.LevelVersion) []string {
 	version, err := psaapi.ParseVersion(lv.Version)
 	if err != nil {
@@ -245,7 +245,7 @@ func (p *Plugin) Violations(pods []corev1.Pod, lv config.LevelVersion) []string 
 		}
 		res := policy.AggregateCheckResults(p.eval.EvaluatePod(level, &pod.ObjectMeta, &pod.Spec))
 		if !res.Allowed {
-			out = append(out, fmt.Sprintf("%s (%s: %s)", pod.Name, res.ForbiddenReason(), res.ForbiddenDetail()))
+			out = append(out, fmt.Sprintf("%s (%s)", pod.Name, res.ForbiddenDetail()))
 		}
 	}
 	sort.Strings(out)
