@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeflow-ambient/profile-plugins/authz"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
@@ -23,13 +24,6 @@ const (
 	ns    = "kubeflow-user-example-com"
 	owner = "user@example.com"
 )
-
-func cfgWith(t *testing.T, doc string) *config.Config {
-	t.Helper()
-	c, err := config.Parse([]byte("apiVersion: " + config.APIVersion + "\nkind: " + config.Kind + "\n" + doc))
-	require.NoError(t, err)
-	return c
-}
 
 // kfamBinding is a RoleBinding as kfam writes it for a contributor.
 func kfamBinding(user, role string) *rbacv1.RoleBinding {
@@ -83,7 +77,7 @@ func generate(t *testing.T, cfg *config.Config, observed ...client.Object) *plug
 func TestGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := cfgWith(t, tc.config)
+			cfg := fixture.Config(t, tc.config)
 			var observed []client.Object
 			for _, b := range tc.contributors {
 				observed = append(observed, b)
@@ -100,7 +94,7 @@ func TestGolden(t *testing.T) {
 // with paths, methods or headers must sit in a policy with targetRefs. Checked on every golden case.
 func TestL7RulesOnlyInTargetedPolicies(t *testing.T) {
 	for _, tc := range goldenCases {
-		cfg := cfgWith(t, tc.config)
+		cfg := fixture.Config(t, tc.config)
 		var observed []client.Object
 		for _, b := range tc.contributors {
 			observed = append(observed, b)
@@ -192,7 +186,7 @@ func TestContributorsFromKfamBindingsOnly(t *testing.T) {
 }
 
 func TestPluginAdoptsKfamContributorPolicies(t *testing.T) {
-	cfg := cfgWith(t, "authorization: {contributors: plugin, adoptOwnerPolicy: true}\n")
+	cfg := fixture.Config(t, "authorization: {contributors: plugin, adoptOwnerPolicy: true}\n")
 	bad := kfamBinding("x", "edit")
 	bad.Annotations["user"] = "a\nb"
 	bad.Name = authz.ContributorPolicyName("a\nb", "edit")

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 )
@@ -39,7 +40,7 @@ func ExampleRunner_Apply() {
 		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice"}}).Build()
 	profile := &profilev1.Profile{
 		ObjectMeta: metav1.ObjectMeta{Name: "alice", UID: "5e0b1c1e"},
-		Spec:       profilev1.ProfileSpec{Owner: rbacUser("alice@example.com")},
+		Spec:       profilev1.ProfileSpec{Owner: fixture.User("alice@example.com")},
 	}
 	runner, err := plugin.NewRunner(c, greeter{})
 	if err != nil {

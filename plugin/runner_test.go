@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 )
@@ -72,7 +73,7 @@ var policyRef = func(name string) plugin.Ref {
 func testProfile() *profilev1.Profile {
 	return &profilev1.Profile{
 		ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "1111-2222"},
-		Spec:       profilev1.ProfileSpec{Owner: rbacUser("alice@example.com")},
+		Spec:       profilev1.ProfileSpec{Owner: fixture.User("alice@example.com")},
 	}
 }
 

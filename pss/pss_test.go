@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
@@ -18,13 +19,6 @@ import (
 )
 
 const ns = "kubeflow-user-example-com"
-
-func cfgWith(t *testing.T, doc string) *config.Config {
-	t.Helper()
-	c, err := config.Parse([]byte("apiVersion: " + config.APIVersion + "\nkind: " + config.Kind + "\n" + doc))
-	require.NoError(t, err)
-	return c
-}
 
 func profileAsking(t *testing.T, name, pluginSpec string) *profilev1.Profile {
 	t.Helper()
@@ -131,7 +125,7 @@ func TestGolden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := cfgWith(t, tc.config)
+			cfg := fixture.Config(t, tc.config)
 			p, err := pss.New(cfg)
 			require.NoError(t, err)
 			target := plugin.Target{Namespace: ns, Profile: tc.profile, Observed: plugin.Observed{Labels: tc.nsLabels, Pods: tc.pods}}
@@ -168,7 +162,7 @@ func notes(r *plugin.Rendering) []byte {
 }
 
 func TestPreflightHoldWithoutCurrentLevelSetsNoEnforce(t *testing.T) {
-	p, err := pss.New(cfgWith(t, "podSecurity: {preflight: hold}\n"))
+	p, err := pss.New(fixture.Config(t, "podSecurity: {preflight: hold}\n"))
 	require.NoError(t, err)
 	d, err := p.Generate(plugin.Target{Namespace: ns, Observed: plugin.Observed{Pods: []corev1.Pod{privileged}}})
 	require.NoError(t, err)

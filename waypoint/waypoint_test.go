@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
@@ -18,13 +19,6 @@ import (
 )
 
 const ns = "kubeflow-user-example-com"
-
-func cfgWith(t *testing.T, doc string) *config.Config {
-	t.Helper()
-	c, err := config.Parse([]byte("apiVersion: " + config.APIVersion + "\nkind: " + config.Kind + "\n" + doc))
-	require.NoError(t, err)
-	return c
-}
 
 func programmed(cfg *config.Config) *gatewayv1.Gateway { return waypoint.ProgrammedGateway(cfg, ns) }
 
@@ -66,7 +60,7 @@ func TestGolden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := cfgWith(t, tc.config)
+			cfg := fixture.Config(t, tc.config)
 			var observed []client.Object
 			if tc.ready {
 				observed = append(observed, programmed(cfg))
@@ -185,7 +179,7 @@ func TestPodsLeftWithASidecarAreListed(t *testing.T) {
 	assert.Contains(t, d.Warnings[0], "native-sidecar, notebook-0")
 	assert.NotContains(t, d.Warnings[0], "clean")
 	assert.True(t, waypoint.New(cfg).NeedsPods())
-	assert.False(t, waypoint.New(cfgWith(t, "mesh: {mode: sidecar}\n")).NeedsPods())
+	assert.False(t, waypoint.New(fixture.Config(t, "mesh: {mode: sidecar}\n")).NeedsPods())
 }
 
 func TestClusterDefaultDenyGolden(t *testing.T) {

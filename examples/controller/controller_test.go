@@ -24,6 +24,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
@@ -115,7 +116,7 @@ func createProfile(t *testing.T, c client.Client, name, owner string) {
 	t.Helper()
 	require.NoError(t, c.Create(context.Background(), &profilev1.Profile{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       profilev1.ProfileSpec{Owner: rbacUser(owner)},
+		Spec:       profilev1.ProfileSpec{Owner: fixture.User(owner)},
 	}))
 }
 
