@@ -75,6 +75,12 @@ type Desired struct {
 	// LabelRequires gates labels: a label key here is set only once every listed object exists
 	// (applied in this run, or already present). Objects of other plugins may be named.
 	LabelRequires map[string][]Ref
+	// Enrolment lists label keys that send traffic somewhere or enrol the namespace in a data
+	// plane (istio.io/use-waypoint, istio.io/dataplane-mode). When the plugin owns one of them
+	// and is about to remove it or change its value, the runner takes it off before any object
+	// changes, so traffic never follows a label to policies that are being rewritten. List them
+	// in every mode, wanted or not.
+	Enrolment []string
 	// Adopt names objects the plugin may take over when another writer made them under the
 	// name the plugin wants (for example the contributor policies kfam wrote before). Any other
 	// foreign object with a wanted name is a ConflictError and is left alone.

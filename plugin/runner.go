@@ -105,6 +105,13 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 	target := Target{Namespace: profile.Name, Owner: profile.Spec.Owner.Name, Profile: profile, Observed: obs}
 	plans := plan(r.Client.Scheme(), r.Plugins, res, target)
 
+	// Phase 0: withdraw enrolment labels that are going away or changing, before the objects
+	// they send traffic to are rewritten.
+	for _, p := range plans {
+		if !p.failed {
+			r.withdrawEnrolment(ctx, p, ns)
+		}
+	}
 	// Phase 1: objects. Policies must exist before any label enrols the namespace.
 	for _, p := range plans {
 		if !p.failed {
@@ -112,7 +119,7 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 		}
 	}
 	// Phase 2: labels, each gated on the objects it requires.
-	exists := existing(plans)
+	exists := existing(plans, obs)
 	for _, p := range plans {
 		if !p.failed {
 			r.applyLabels(ctx, p, ns, gateLabels(p, exists))
@@ -427,17 +434,51 @@ func managedBy(labels map[string]string) string {
 	return labels[ManagedByLabel]
 }
 
-// existing is the set of objects that exist as desired after phase 1 and that no plugin prunes.
-func existing(plans []*planned) map[Ref]bool {
+// existing is the set of desired objects (so none is pruned) that exist after phase 1: applied in
+// this run, or already there and made by the plugin that wants them. A failed update of an object
+// that exists keeps its labels: the earlier version still protects.
+func existing(plans []*planned, obs Observed) map[Ref]bool {
 	out := map[Ref]bool{}
 	for _, p := range plans {
 		for _, o := range p.objects {
-			if o.ok {
+			cur := findObserved(obs, o.gvk, o.ref.Name)
+			if o.ok || (cur != nil && IsManagedBy(cur.GetLabels(), p.plugin.Name())) {
 				out[o.ref] = true
 			}
 		}
 	}
 	return out
+}
+
+// withdrawEnrolment removes the plugin's enrolment labels whose value is about to change or
+// which it no longer wants, keeping every other label it owns as it is.
+func (r *Runner) withdrawEnrolment(ctx context.Context, p *planned, ns *corev1.Namespace) {
+	if len(p.desired.Enrolment) == 0 {
+		return
+	}
+	owned, err := ownedLabelKeys(ns, FieldManager(p.plugin.Name()))
+	if err != nil {
+		return // applyLabels reports it
+	}
+	keep := map[string]string{}
+	withdraw := false
+	for k := range owned {
+		keep[k] = ns.Labels[k]
+	}
+	for _, k := range p.desired.Enrolment {
+		want, wanted := p.desired.Labels[k]
+		if owned[k] && (!wanted || want != ns.Labels[k]) {
+			delete(keep, k)
+			withdraw = true
+		}
+	}
+	if withdraw {
+		r.applyLabels(ctx, p, ns, keep)
+		// Later phases compare against the namespace as it is now.
+		if fresh := (&corev1.Namespace{}); r.reader().Get(ctx, client.ObjectKeyFromObject(ns), fresh) == nil {
+			*ns = *fresh
+		}
+	}
 }
 
 // gateLabels drops every label whose required objects do not all exist, and says so.

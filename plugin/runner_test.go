@@ -3,6 +3,8 @@ package plugin_test
 import (
 	"context"
 	"errors"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -494,4 +496,60 @@ func TestRetryableTellsInputErrorsFromAPIErrors(t *testing.T) {
 	res = newRunner(t, failing, good).Apply(context.Background(), testProfile())
 	require.Error(t, res.Err())
 	assert.True(t, res.Retryable())
+}
+
+// Switching a namespace away from a waypoint must take the routing label off before the policy
+// that protected the waypoint is rewritten; the other way round, a request could reach the
+// waypoint while no policy is attached to it.
+func TestEnrolmentLabelsAreWithdrawnBeforeObjectsChange(t *testing.T) {
+	e := newEnv(t)
+	var order []string
+	c := interceptor.NewClient(e.Client.(client.WithWatch), interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			switch ac := obj.(type) {
+			case *corev1ac.NamespaceApplyConfiguration:
+				keys := []string{}
+				for k := range ac.Labels {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+				order = append(order, "labels "+strings.Join(keys, ","))
+			default:
+				order = append(order, "object")
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	ambient := func(plugin.Target) []client.Object { return []client.Object{policy("owner", "via-waypoint")} }
+	p := &testPlugin{name: "mesh", objects: ambient, labels: map[string]string{"use-waypoint": "waypoint", "team": "x"}}
+	enrolling := &enrolmentPlugin{p, []string{"use-waypoint"}}
+	r := newRunner(t, c, enrolling)
+	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
+
+	order = nil
+	p.objects = func(plugin.Target) []client.Object { return []client.Object{policy("owner", "sidecar")} }
+	p.labels = map[string]string{"team": "x"}
+	res := r.Apply(context.Background(), testProfile())
+	require.NoError(t, res.Err())
+	assert.Equal(t, []string{"labels team", "object"}, order, "withdraw use-waypoint, then rewrite the policy")
+	assert.NotContains(t, e.namespace(t).Labels, "use-waypoint")
+	assert.Equal(t, "x", e.namespace(t).Labels["team"])
+
+	// A label that is only being added waits for the objects instead.
+	order = nil
+	p.objects = ambient
+	p.labels = map[string]string{"use-waypoint": "waypoint", "team": "x"}
+	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
+	assert.Equal(t, []string{"object", "labels team,use-waypoint"}, order)
+}
+
+type enrolmentPlugin struct {
+	*testPlugin
+	enrolment []string
+}
+
+func (p *enrolmentPlugin) Generate(t plugin.Target) (plugin.Desired, error) {
+	d, err := p.testPlugin.Generate(t)
+	d.Enrolment = p.enrolment
+	return d, err
 }

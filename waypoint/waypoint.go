@@ -67,15 +67,26 @@ func (p *Plugin) NeedsPods() bool { return p.cfg.Mesh.Mode == config.ModeAmbient
 // Generate implements plugin.Plugin.
 func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	m := p.cfg.Mesh
+	var d plugin.Desired
 	switch m.Mode {
 	case config.ModeNone:
-		return plugin.Desired{}, nil
 	case config.ModeSidecar:
-		return plugin.Desired{Labels: sidecarLabels(m.Revision)}, nil
+		d = plugin.Desired{Labels: sidecarLabels(m.Revision)}
 	case config.ModeAmbient:
-		return p.ambient(t), nil
+		d = p.ambient(t)
+	default:
+		return plugin.Desired{}, fmt.Errorf("mesh.mode %q is not supported", m.Mode)
 	}
-	return plugin.Desired{}, fmt.Errorf("mesh.mode %q is not supported", m.Mode)
+	d.Enrolment = EnrolmentLabels
+	return d, nil
+}
+
+// EnrolmentLabels route a namespace's traffic: when they go away or change, the runner withdraws
+// them before the policies change (see plugin.Desired.Enrolment).
+var EnrolmentLabels = []string{
+	label.IoIstioUseWaypoint.Name,
+	label.IoIstioIngressUseWaypoint.Name,
+	label.IoIstioDataplaneMode.Name,
 }
 
 // sidecarLabels turns on injection. With a revision, istio.io/rev selects the injector, and
