@@ -12,11 +12,15 @@ FLOORS = sigs.k8s.io/controller-runtime@v0.24.1 k8s.io/api@v0.36.3 k8s.io/apimac
 # The integration tests find kube-apiserver and etcd here (controller-runtime's envtest convention).
 export KUBEBUILDER_ASSETS ?= $(BIN)
 
-.PHONY: test unit lint floors envtest render update-golden
+# Fuzz targets as package:Function. `make fuzz` runs each for FUZZTIME; `make test` briefly.
+FUZZ_TARGETS = ./plugin/config:FuzzParseConfig ./plugin/profilev1:FuzzParseProfile ./examples/internal/plugins:FuzzGenerate
+FUZZTIME    ?= 60s
+
+.PHONY: test unit lint floors envtest fuzz fuzz-short render update-golden
 
 ## test: lint, build the test API server if needed, then every test of the module.
 ## With KUBEBUILDER_ASSETS pointing elsewhere, those binaries are used and nothing is built.
-test: lint $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest) unit
+test: lint $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest) unit fuzz-short
 
 unit:
 	$(GO) test -count=1 ./...
@@ -30,6 +34,16 @@ $(BIN)/kube-apiserver: hack/kube-apiserver/go.mod hack/kube-apiserver/go.sum
 
 $(BIN)/etcd: hack/etcd/go.mod hack/etcd/go.sum hack/etcd/main.go
 	cd hack/etcd && $(GO) build -o $(BIN)/etcd .
+
+## fuzz: run every fuzz target for FUZZTIME (a duration, or a count like 1000x).
+fuzz:
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	  echo "== $$fn ($$pkg), $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
+
+## fuzz-short: what `make test` runs: five seconds per target beyond the seed corpus.
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 ## lint: gofmt, go vet and the dependency floors.
 lint: floors
