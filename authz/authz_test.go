@@ -148,6 +148,7 @@ func TestBadOwnersAreRefused(t *testing.T) {
 		"control":    "alice\x00@example.com",
 		"too long":   strings.Repeat("a", 300) + "@example.com",
 		"whitespace": " alice@example.com",
+		"not UTF-8":  "alice\xdd@example.com",
 	}
 	for name, o := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -258,14 +259,18 @@ func ValidatePrincipal(path *field.Path, p string) field.ErrorList {
 }
 
 // ValidateHeaderValue checks a string that ends up inside an HTTP header value matched by a
-// policy: no control characters (CR/LF would split headers), no commas (a comma joins header
-// values, so "a,b" could match a forged list) and, unless allowEmpty, not empty.
+// policy: valid UTF-8 (anything else is mangled on its way into the policy, so the policy would
+// match a different value), no control characters (CR/LF would split headers), no commas (a comma
+// joins header values, so "a,b" could match a forged list) and, unless allowEmpty, not empty.
 func ValidateHeaderValue(path *field.Path, v string, allowEmpty bool) field.ErrorList {
 	if v == "" {
 		if allowEmpty {
 			return nil
 		}
 		return field.ErrorList{field.Required(path, "")}
+	}
+	if !utf8.ValidString(v) {
+		return field.ErrorList{field.Invalid(path, v, "must be valid UTF-8")}
 	}
 	for _, r := range v {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {

@@ -1,0 +1,117 @@
+package plugins_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeflow-ambient/profile-plugins/examples/internal/plugins"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/waypoint"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const plainProfile = `apiVersion: kubeflow.org/v1
+kind: Profile
+metadata: {name: alice}
+spec:
+  owner: {kind: User, name: alice@example.com}
+`
+
+func renderProfile(t *testing.T, cfg *config.Config, doc string) *plugin.Rendering {
+	t.Helper()
+	p, err := profilev1.ParseYAML([]byte(doc))
+	require.NoError(t, err)
+	ps, err := plugins.New(cfg)
+	require.NoError(t, err)
+	target := plugin.Target{Namespace: p.Name, Owner: p.Spec.Owner.Name, Profile: p,
+		Observed: plugin.Observed{Objects: []client.Object{waypoint.ProgrammedGateway(cfg, p.Name)}}}
+	r, err := plugin.Render(plugin.NewScheme(), ps, target)
+	require.NoError(t, err)
+	return r
+}
+
+// A user who edits their own Profile cannot widen access or loosen Pod Security: nothing in a
+// Profile but the owner and the PodSecurity entry reaches the plugins, and that entry is bounded by
+// the admin's configuration. Each case must render exactly what the plain Profile renders.
+func TestAProfileCannotEscalate(t *testing.T) {
+	cfg := config.Default()
+	want, err := renderProfile(t, cfg, plainProfile).YAML()
+	require.NoError(t, err)
+
+	cases := map[string]string{
+		"loosen pod security": plainProfile + `  plugins:
+  - kind: PodSecurity
+    spec: {enforce: privileged, audit: privileged, warn: privileged}
+`,
+		"add principals and L4 exceptions through look-alike plugin kinds": plainProfile + `  plugins:
+  - kind: AuthorizationPolicy
+    spec: {principals: [cluster.local/ns/attacker/sa/default], l4Exceptions: [{namespaces: [attacker]}]}
+  - kind: Authorization
+    spec: {ownerPolicyName: not-the-owner-policy, healthPaths: ["/"]}
+  - kind: PluginConfig
+    spec: {authorization: {principals: {ingressGateway: cluster.local/ns/attacker/sa/default}}}
+`,
+		"point use-waypoint elsewhere": plainProfile + `  plugins:
+  - kind: Waypoint
+    spec: {name: attacker-waypoint, namespace: attacker}
+  - kind: Mesh
+    spec: {mode: none}
+`,
+		"annotations and labels on the Profile": `apiVersion: kubeflow.org/v1
+kind: Profile
+metadata:
+  name: alice
+  annotations: {istio.io/use-waypoint: attacker, pod-security.kubernetes.io/enforce: privileged, owner: admin@example.com}
+  labels: {istio.io/dataplane-mode: none, app.kubernetes.io/managed-by: profile-plugins}
+spec:
+  owner: {kind: User, name: alice@example.com}
+`,
+	}
+	for name, doc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := renderProfile(t, cfg, doc)
+			got, err := r.YAML()
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(got))
+			if name == "loosen pod security" {
+				require.Len(t, r.Errors, 3, "each refused level is reported")
+				assert.Contains(t, r.Errors[0].Error(), `profile "alice": spec.plugins[0].spec.enforce: level "privileged" refused`)
+			} else {
+				assert.Empty(t, r.Errors)
+			}
+		})
+	}
+}
+
+// The owner is the one field that does reach the policies; a value that could forge or split the
+// header match is refused.
+func TestHostileOwnersAreRefused(t *testing.T) {
+	for name, owner := range map[string]string{
+		"CR LF header injection": `"alice@example.com\r\nkubeflow-userid: admin@example.com"`,
+		"comma joins values":     `"alice@example.com,admin@example.com"`,
+		"control character":      `"alice@example.com\u0007"`,
+		"excessive length":       `"` + longName + `@example.com"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, err := profilev1.ParseYAML([]byte("apiVersion: kubeflow.org/v1\nkind: Profile\nmetadata: {name: alice}\nspec:\n  owner: {kind: User, name: " + owner + "}\n"))
+			require.NoError(t, err)
+			ps, err := plugins.New(config.Default())
+			require.NoError(t, err)
+			_, err = plugin.Render(plugin.NewScheme(), ps, plugin.Target{Namespace: "alice", Owner: p.Spec.Owner.Name, Profile: p})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "spec.owner.name")
+		})
+	}
+}
+
+var longName = func() string {
+	b := make([]byte, 300)
+	for i := range b {
+		b[i] = 'a'
+	}
+	return string(b)
+}()
