@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -292,4 +293,29 @@ func TestManagerWiring(t *testing.T) {
 		n := &corev1.Namespace{}
 		return env.Client.Get(ctx, client.ObjectKey{Name: ns}, n) == nil && n.Labels["istio.io/use-waypoint"] == "waypoint"
 	}, 10*time.Second, 100*time.Millisecond, "the Gateway's status change reconciles the profile")
+}
+
+// A user edits their own Profile to loosen Pod Security: the namespace keeps the admin's level,
+// and the Profile's condition says what was refused, without a retry storm.
+func TestProfileEditCannotLoosenPodSecurity(t *testing.T) {
+	h := newHarness(t, config.ModeAmbient)
+	c := h.env.Client
+	const ns = "frank"
+	createProfile(t, c, ns, "frank@example.com")
+	h.reconcile(ns)
+	require.Equal(t, "baseline", h.labels(ns)["pod-security.kubernetes.io/enforce"])
+
+	p := h.profile(ns)
+	p.Spec.Plugins = []profilev1.Plugin{{
+		TypeMeta: metav1.TypeMeta{Kind: "PodSecurity"},
+		Spec:     &runtime.RawExtension{Raw: []byte(`{"enforce":"privileged"}`)},
+	}}
+	require.NoError(t, c.Update(context.Background(), p))
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: ns}})
+	require.NoError(t, err, "a refused request is reported, not retried")
+	assert.NotZero(t, res.RequeueAfter, "still waiting for the waypoint")
+	assert.Equal(t, "baseline", h.labels(ns)["pod-security.kubernetes.io/enforce"])
+	cond := h.profile(ns).Status.Conditions[0]
+	assert.Equal(t, "False", cond.Status)
+	assert.Contains(t, cond.Message, `profile "frank": spec.plugins[0].spec.enforce: level "privileged" refused`)
 }
