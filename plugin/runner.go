@@ -5,15 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -274,7 +275,7 @@ func refuseLabelClashes(plans []*planned) {
 func decorate(s *runtime.Scheme, p Plugin, t Target, objs []client.Object) ([]applyObject, error) {
 	kinds := map[schema.GroupVersionKind]bool{}
 	for _, l := range p.Kinds() {
-		gvk, err := apiutil.GVKForObject(l, s)
+		gvk, err := gvkFor(s, l)
 		if err != nil {
 			return nil, err
 		}
@@ -283,7 +284,7 @@ func decorate(s *runtime.Scheme, p Plugin, t Target, objs []client.Object) ([]ap
 	out := make([]applyObject, 0, len(objs))
 	seen := map[Ref]bool{}
 	for i, obj := range objs {
-		gvk, err := apiutil.GVKForObject(obj, s)
+		gvk, err := gvkFor(s, obj)
 		if err != nil {
 			return nil, fmt.Errorf("objects[%d]: %w", i, err)
 		}
@@ -302,52 +303,91 @@ func decorate(s *runtime.Scheme, p Plugin, t Target, objs []client.Object) ([]ap
 		}
 		seen[ref] = true
 
-		u, err := cleanUnstructured(s, obj)
+		body, err := applyBody(obj, gvk)
 		if err != nil {
 			return nil, fmt.Errorf("objects[%d] (%s): %w", i, ref, err)
 		}
-		u.SetNamespace(t.Namespace)
-		labels := u.GetLabels()
+		// Decorate the JSON form directly: cheaper than copying the typed object first.
+		md, _ := body["metadata"].(map[string]any)
+		if md == nil {
+			md = map[string]any{}
+			body["metadata"] = md
+		}
+		md["namespace"] = t.Namespace
+		labels, _ := md["labels"].(map[string]any)
 		if labels == nil {
-			labels = map[string]string{}
+			labels = make(map[string]any, 2)
+			md["labels"] = labels
 		}
 		labels[ManagedByLabel] = ManagedByValue
 		labels[PluginLabel] = p.Name()
-		u.SetLabels(labels)
 		if t.Profile != nil && t.Profile.UID != "" {
-			u.SetOwnerReferences([]metav1.OwnerReference{{
-				APIVersion:         profilev1.GroupVersion.String(),
-				Kind:               profilev1.Kind,
-				Name:               t.Profile.Name,
-				UID:                t.Profile.UID,
-				Controller:         ptrTo(true),
-				BlockOwnerDeletion: ptrTo(true),
-			}})
+			md["ownerReferences"] = []any{map[string]any{
+				"apiVersion":         profilev1.GroupVersion.String(),
+				"kind":               profilev1.Kind,
+				"name":               t.Profile.Name,
+				"uid":                string(t.Profile.UID),
+				"controller":         true,
+				"blockOwnerDeletion": true,
+			}}
 		}
-		out = append(out, applyObject{ref: ref, gvk: gvk, data: u.Object})
+		out = append(out, applyObject{ref: ref, gvk: gvk, data: body})
 	}
 	return out, nil
 }
 
-// cleanUnstructured is obj's JSON form with apiVersion and kind from the scheme, without status
-// (never ours to apply) and without the empty creationTimestamp typed objects marshal.
+// cleanUnstructured is obj's JSON form as applyBody makes it.
 func cleanUnstructured(s *runtime.Scheme, obj client.Object) (*unstructured.Unstructured, error) {
-	gvk, err := apiutil.GVKForObject(obj, s)
+	gvk, err := gvkFor(s, obj)
 	if err != nil {
 		return nil, err
 	}
+	m, err := applyBody(obj, gvk)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// applyBody is obj's JSON form with apiVersion and kind, without status (never ours to apply)
+// and without the empty creationTimestamp that typed objects marshal.
+func applyBody(obj client.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
 	m, err := toMap(obj)
 	if err != nil {
 		return nil, err
 	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetGroupVersionKind(gvk)
-	delete(u.Object, "status")
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	return u, nil
+	m["apiVersion"], m["kind"] = gvk.GroupVersion().String(), gvk.Kind
+	delete(m, "status")
+	if md, ok := m["metadata"].(map[string]any); ok && md["creationTimestamp"] == nil {
+		delete(md, "creationTimestamp")
+	}
+	return m, nil
 }
 
-func ptrTo[T any](v T) *T { return &v }
+// gvkCache remembers the scheme's answer per Go type: the lookup allocates, and the runner asks
+// for the same few types on every reconcile.
+var gvkCache sync.Map // gvkKey -> schema.GroupVersionKind
+
+type gvkKey struct {
+	s *runtime.Scheme
+	t reflect.Type
+}
+
+func gvkFor(s *runtime.Scheme, obj runtime.Object) (schema.GroupVersionKind, error) {
+	if _, ok := obj.(runtime.Unstructured); ok {
+		return apiutil.GVKForObject(obj, s)
+	}
+	key := gvkKey{s, reflect.TypeOf(obj)}
+	if v, ok := gvkCache.Load(key); ok {
+		return v.(schema.GroupVersionKind), nil
+	}
+	gvk, err := apiutil.GVKForObject(obj, s)
+	if err != nil {
+		return gvk, err
+	}
+	gvkCache.Store(key, gvk)
+	return gvk, nil
+}
 
 func findObserved(obs Observed, gvk schema.GroupVersionKind, name string) client.Object {
 	for _, o := range obs.Objects {

@@ -28,10 +28,19 @@ const BuildCommand = "make envtest"
 
 // Env is a running API server.
 type Env struct {
-	Config *rest.Config
-	Client client.Client
+	// Config counts its requests in Requests; Base is the same server without counting.
+	Config, Base *rest.Config
+	Client       client.Client
 	// Requests counts the requests sent through Config, by HTTP method.
 	Requests *Counter
+}
+
+// CountRequests returns a copy of cfg whose requests are counted by the returned Counter.
+func CountRequests(cfg *rest.Config) (*rest.Config, *Counter) {
+	counter := &Counter{counts: map[string]int{}}
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: counter} }
+	return cfg, counter
 }
 
 // Counter counts requests by HTTP method (GET, LIST is a GET too, PATCH, POST, PUT, DELETE).
@@ -45,6 +54,13 @@ func (c *Counter) Writes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.counts[http.MethodPost] + c.counts[http.MethodPut] + c.counts[http.MethodPatch] + c.counts[http.MethodDelete]
+}
+
+// Get returns the count of one HTTP method.
+func (c *Counter) Get(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[method]
 }
 
 // Snapshot returns a copy of the counts.
@@ -127,15 +143,14 @@ func start(t testing.TB, assets string) (*Env, error) {
 		return nil, err
 	}
 	stop = env.Stop
-	counter := &Counter{counts: map[string]int{}}
-	cfg = rest.CopyConfig(cfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: counter} }
-	cfg.WarningHandlerWithContext = plugin.WarningHandler{}
-	c, err := client.New(cfg, client.Options{Scheme: plugin.NewScheme()})
+	base := rest.CopyConfig(cfg)
+	base.WarningHandlerWithContext = plugin.WarningHandler{}
+	counted, counter := CountRequests(base)
+	c, err := client.New(counted, client.Options{Scheme: plugin.NewScheme()})
 	if err != nil {
 		return nil, err
 	}
-	return &Env{Config: cfg, Client: c, Requests: counter}, nil
+	return &Env{Config: counted, Base: base, Client: c, Requests: counter}, nil
 }
 
 // moduleFile finds a path inside a module of the build, through the go command (so the CRDs are
