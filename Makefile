@@ -16,7 +16,7 @@ export KUBEBUILDER_ASSETS ?= $(BIN)
 FUZZ_TARGETS = ./plugin/config:FuzzParseConfig ./plugin/profilev1:FuzzParseProfile ./examples/internal/plugins:FuzzGenerate
 FUZZTIME    ?= 60s
 
-.PHONY: test unit lint floors envtest fuzz fuzz-short render update-golden
+.PHONY: test unit lint floors envtest fuzz fuzz-short bench bench-scale render update-golden
 
 ## test: lint, build the test API server if needed, then every test of the module.
 ## With KUBEBUILDER_ASSETS pointing elsewhere, those binaries are used and nothing is built.
@@ -24,6 +24,19 @@ test: lint $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest) unit fuzz-short
 
 unit:
 	$(GO) test -count=1 ./...
+	BENCH_PROFILES=10 $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+
+## bench: generation benchmarks (5 runs each) and the API benchmark with 1,000 namespaces, written to
+## BENCHMARKS.md with the machine, the date and the raw output. Takes several minutes.
+bench: $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest)
+	$(GO) test -run '^$$' -bench 'Generate|FullSet' -benchmem -count 5 ./examples/internal/bench/ | tee $(BIN)/bench.txt
+	BENCH_PROFILES=1000 $(GO) test -run '^$$' -bench API -benchtime 1x -timeout 60m ./examples/internal/bench/ | tee -a $(BIN)/bench.txt
+	$(GO) run ./internal/benchreport -command "make bench" $(BIN)/bench.txt $(wildcard $(BIN)/bench-scale.txt) > BENCHMARKS.md
+
+## bench-scale: the API benchmark with 10,000 namespaces and the process's peak RSS; added to BENCHMARKS.md.
+bench-scale: $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest)
+	BENCH_PROFILES=10000 $(GO) test -run '^$$' -bench API -benchtime 1x -timeout 120m ./examples/internal/bench/ | tee $(BIN)/bench-scale.txt
+	$(GO) run ./internal/benchreport -command "make bench bench-scale" $(BIN)/bench.txt $(BIN)/bench-scale.txt > BENCHMARKS.md
 
 ## envtest: build kube-apiserver (k8s.io/kubernetes v1.37.2) and etcd (v3.6.16) from Go modules into
 ## bin/, each in its own tool module under hack/. Skips what is built; the first build takes minutes.
