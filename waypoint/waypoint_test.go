@@ -190,3 +190,11 @@ func TestClusterDefaultDenyGolden(t *testing.T) {
 	require.NoError(t, err)
 	golden.Assert(t, "waypoint/cluster-default-deny.yaml", out)
 }
+
+// A shared waypoint is refused with the reason, rather than emitted in a form that fails open.
+func TestSharedWaypointIsRefused(t *testing.T) {
+	_, err := config.Parse([]byte("apiVersion: " + config.APIVersion + "\nkind: " + config.Kind + "\nmesh: {waypoint: {namespace: istio-waypoints}}\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "mesh.waypoint.namespace")
+	golden.Assert(t, "waypoint/shared-waypoint-error.txt", []byte(err.Error()+"\n"))
+}
