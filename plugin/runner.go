@@ -514,7 +514,8 @@ func (r *Runner) withdrawEnrolment(ctx context.Context, p *planned, ns *corev1.N
 	}
 	if withdraw {
 		r.applyLabels(ctx, p, ns, keep)
-		// Later phases compare against the namespace as it is now.
+		// Later phases compare against the namespace as it is now. A cache may still show the
+		// old labels; then phase 2 writes once more, which converges to the same state.
 		if fresh := (&corev1.Namespace{}); r.reader().Get(ctx, client.ObjectKeyFromObject(ns), fresh) == nil {
 			*ns = *fresh
 		}

@@ -31,6 +31,9 @@ const (
 	SeccompPatchSuffix = "-seccomp"
 	// SidecarContainer is the name of Istio's injected proxy container.
 	SidecarContainer = "istio-proxy"
+	// WaitingForWaypoint starts the Result's waiting message while the waypoint is not ready, so
+	// controllers can count such namespaces.
+	WaitingForWaypoint = "waiting for waypoint"
 )
 
 // seccompPatch is the strategic merge patch istiod applies to the waypoint Deployment it generates.
@@ -126,7 +129,7 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 		}
 	} else {
 		d.Waiting = append(d.Waiting, fmt.Sprintf(
-			"waiting for waypoint: Gateway %s/%s %s; istio.io/use-waypoint stays unset until it is Programmed with an address, "+
+			WaitingForWaypoint+": Gateway %s/%s %s; istio.io/use-waypoint stays unset until it is Programmed with an address, "+
 				"and the ztunnel policy keeps the namespace closed meanwhile (check `kubectl -n %s describe gateway %s` and the events of deployment %s, "+
 				"where a pod refused by Pod Security shows)", t.Namespace, gw.Name, why, t.Namespace, gw.Name, gw.Name))
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -31,13 +30,7 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := envtest.Stop(); err != nil {
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { envtest.Main(m) }
 
 type harness struct {
 	t   *testing.T

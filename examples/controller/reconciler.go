@@ -153,7 +153,7 @@ func waitingForWaypoint(res *plugin.Result) bool {
 	for _, p := range res.Plugins {
 		if p.Plugin == waypoint.PluginName {
 			for _, w := range p.Waiting {
-				if strings.HasPrefix(w, "waiting for waypoint") {
+				if strings.HasPrefix(w, waypoint.WaitingForWaypoint) {
 					return true
 				}
 			}

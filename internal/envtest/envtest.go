@@ -7,6 +7,7 @@ package envtest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -110,6 +111,16 @@ func Start(t testing.TB) *Env {
 		t.Fatalf("starting the test API server: %v", sharedErr)
 	}
 	return shared
+}
+
+// Main runs a package's tests and then stops the API server; call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if err := Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the test API server:", err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // Stop stops the API server if it was started.

@@ -24,13 +24,7 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := envtest.Stop(); err != nil {
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { envtest.Main(m) }
 
 // Every object of every golden YAML file passes the real API server's validation (OpenAPI
 // schemas and CEL rules of the Istio and Gateway API CRDs) as a server-side dry-run apply.

@@ -32,13 +32,7 @@ import (
 // Workers is the concurrency of every implementation, like MaxConcurrentReconciles.
 const Workers = 4
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := envtest.Stop(); err != nil {
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { envtest.Main(m) }
 
 // profiles is N, from BENCH_PROFILES (default 10, which `make test` uses; `make bench` 1000).
 func profiles(b *testing.B) int {
