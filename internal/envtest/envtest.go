@@ -16,9 +16,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -113,8 +115,10 @@ func Start(t testing.TB) *Env {
 	return shared
 }
 
-// Main runs a package's tests and then stops the API server; call it from TestMain.
+// Main runs a package's tests and then stops the API server; call it from TestMain. It silences
+// controller-runtime's logger, whose start-up warning would otherwise break into benchmark output.
 func Main(m *testing.M) {
+	log.SetLogger(logr.Discard())
 	code := m.Run()
 	if err := Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the test API server:", err)
