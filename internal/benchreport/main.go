@@ -48,6 +48,9 @@ type result struct {
 	metrics map[string]float64
 }
 
+// benchstatLine keeps the configuration and result lines and drops log noise.
+var benchstatLine = regexp.MustCompile(`^((goos|goarch|pkg|cpu): |Benchmark|PASS$|ok )`)
+
 var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 
 func parse(raw string) []result {
@@ -182,9 +185,13 @@ func write(w io.Writer, command string, raws []string) error {
 			fmt.Fprintf(w, "- %s: %.0f MiB\n", n, rss[n])
 		}
 	}
-	fmt.Fprintf(w, "\n## Raw output\n\n```\n")
+	fmt.Fprintf(w, "\n## Raw output\n\nThe lines benchstat reads, as `go test` printed them.\n\n```\n")
 	for _, raw := range raws {
-		fmt.Fprint(w, strings.TrimRight(raw, "\n")+"\n")
+		for _, l := range strings.Split(raw, "\n") {
+			if benchstatLine.MatchString(l) {
+				fmt.Fprintln(w, l)
+			}
+		}
 	}
 	fmt.Fprintf(w, "```\n")
 	return nil
