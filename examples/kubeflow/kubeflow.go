@@ -51,6 +51,7 @@ var _ Plugin = (*MeshPlugins)(nil)
 // ApplyPlugin applies every plugin for the Profile. Warnings are logged; errors are returned; a
 // plugin that waits returns ErrWaiting so the controller comes back.
 func (m *MeshPlugins) ApplyPlugin(r *ProfileReconciler, p *profilev1.Profile) error {
+	// The controller's plugin interface carries no context.
 	res := m.Runner.Apply(context.TODO(), p)
 	m.report(r, p, res)
 	if err := res.Err(); err != nil {
