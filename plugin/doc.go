@@ -16,10 +16,12 @@
 //
 // # Ordering: protect before enrolling
 //
-// One Apply runs in three phases across all plugins: first every object is applied (policies
-// protect), then namespace labels (labels enrol the namespace into a data plane), then stale objects
-// are pruned. A label may also name objects it requires ([Desired.LabelRequires]); the runner sets
-// it only when every one of them exists, and otherwise withholds it and reports what it waits for.
-// This is how `istio.io/dataplane-mode=ambient` waits for the ztunnel policy of another plugin.
-// [Runner.Revoke] runs the other way round: labels go first, objects after.
+// One Apply runs in four phases across all plugins. First, enrolment labels that are going away
+// or changing ([Desired.Enrolment], such as istio.io/use-waypoint) are withdrawn, so traffic never
+// follows a label to policies that are about to be rewritten. Then every object is applied
+// (policies protect), then namespace labels (labels enrol the namespace into a data plane), then
+// stale objects are pruned. A label may also name objects it requires ([Desired.LabelRequires]);
+// the runner sets it only when every one of them exists, and otherwise withholds it and reports
+// what it waits for. This is how istio.io/dataplane-mode=ambient waits for the ztunnel policy of
+// another plugin. [Runner.Revoke] runs the other way round: labels go first, objects after.
 package plugin
