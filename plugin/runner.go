@@ -89,8 +89,8 @@ type applyObject struct {
 	ok   bool           // exists as desired after phase 1
 }
 
-// Apply brings the Profile's namespace to what the plugins want: objects first, then labels,
-// then pruning. Errors of one object or plugin are recorded in the Result and do not stop the
+// Apply brings the Profile's namespace to what the plugins want: enrolment labels that change are
+// withdrawn first, then objects are applied, then labels, then stale objects pruned. Errors of one object or plugin are recorded in the Result and do not stop the
 // others; only a failure to observe the namespace stops the call.
 func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result {
 	res := r.newResult()
@@ -184,7 +184,7 @@ func (r *Runner) observe(ctx context.Context, name string) (*corev1.Namespace, O
 			wantPods = true
 		}
 		for _, l := range p.Kinds() {
-			gvk, err := apiutil.GVKForObject(l, r.Client.Scheme())
+			gvk, err := gvkFor(r.Client.Scheme(), l)
 			if err != nil {
 				return nil, Observed{}, fmt.Errorf("plugin %s: kind %T: %w", p.Name(), l, err)
 			}

@@ -209,24 +209,15 @@ func (p *Plugin) preflight(t plugin.Target, next config.LevelVersion) (*config.L
 	if _, set := t.Observed.Labels[psaapi.EnforceLevelLabel]; set {
 		held = current
 	}
-	return &held, "holding enforce at " + fmt.Sprintf("%q", current.Level) + " (podSecurity.preflight: hold) until the pods comply; " + msg
+	return &held, fmt.Sprintf("holding enforce at %q (podSecurity.preflight: hold) until the pods comply; %s", current.Level, msg)
 }
 
-// currentEnforce reads the namespace's enforce level as the API server would: missing means
-// privileged, an invalid value means restricted.
+// currentEnforce reads the namespace's enforce level with Pod Security's own label parser, so it
+// agrees with the API server: missing means privileged at latest, an invalid level restricted.
 func currentEnforce(nsLabels map[string]string) config.LevelVersion {
-	lv := config.LevelVersion{Level: psaapi.LevelPrivileged, Version: psaapi.VersionLatest}
-	if v, ok := nsLabels[psaapi.EnforceLevelLabel]; ok {
-		l, err := psaapi.ParseLevel(v)
-		if err != nil {
-			l = psaapi.LevelRestricted
-		}
-		lv.Level = l
-	}
-	if v, ok := nsLabels[psaapi.EnforceVersionLabel]; ok {
-		lv.Version = v
-	}
-	return lv
+	defaults := psaapi.Policy{Enforce: psaapi.LevelVersion{Level: psaapi.LevelPrivileged, Version: psaapi.LatestVersion()}}
+	policy, _ := psaapi.PolicyToEvaluate(nsLabels, defaults)
+	return config.LevelVersion{Level: policy.Enforce.Level, Version: policy.Enforce.Version.String()}
 }
 
 // Violations evaluates pods at lv with Pod Security's own checks and describes each violating pod

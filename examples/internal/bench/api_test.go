@@ -145,16 +145,15 @@ func (w *world) settle(b *testing.B) {
 	}
 }
 
+// versions maps every object of a list to its resourceVersion, encoded for comparison.
 func versions(list runtime.Object) string {
-	var b strings.Builder
 	items, _ := metaItems(list)
 	m := map[string]string{}
 	for _, o := range items {
 		m[o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
 	}
 	data, _ := json.Marshal(m)
-	b.Write(data)
-	return b.String()
+	return string(data)
 }
 
 // implementation applies the desired state of one namespace.
