@@ -13,7 +13,7 @@ FLOORS = sigs.k8s.io/controller-runtime@v0.24.1 k8s.io/api@v0.36.3 k8s.io/apimac
 export KUBEBUILDER_ASSETS ?= $(BIN)
 
 # Fuzz targets as package:Function. `make fuzz` runs each for FUZZTIME; `make test` briefly.
-FUZZ_TARGETS = ./plugin/config:FuzzParseConfig ./plugin/profilev1:FuzzParseProfile ./examples/internal/plugins:FuzzGenerate
+FUZZ_TARGETS = ./plugin/config:FuzzParseConfig ./plugin/profilev1:FuzzParseProfile .:FuzzGenerate
 FUZZTIME    ?= 60s
 
 .PHONY: test unit lint floors envtest fuzz fuzz-short bench bench-scale render update-golden
@@ -29,13 +29,13 @@ unit:
 ## bench: generation benchmarks (5 runs each) and the API benchmark with 1,000 namespaces, written to
 ## BENCHMARKS.md with the machine, the date and the raw output. Takes several minutes.
 bench: $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest)
-	$(GO) test -run '^$$' -bench 'Generate|FullSet' -benchmem -count 5 ./examples/internal/bench/ | tee $(BIN)/bench.txt
-	BENCH_PROFILES=1000 $(GO) test -run '^$$' -bench API -benchtime 1x -timeout 60m ./examples/internal/bench/ | tee -a $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench 'Generate|FullSet' -benchmem -count 5 ./internal/bench/ | tee $(BIN)/bench.txt
+	BENCH_PROFILES=1000 $(GO) test -run '^$$' -bench API -benchtime 1x -timeout 60m ./internal/bench/ | tee -a $(BIN)/bench.txt
 	$(GO) run ./internal/benchreport -command "make bench" $(BIN)/bench.txt $(wildcard $(BIN)/bench-scale.txt) > BENCHMARKS.md
 
 ## bench-scale: the API benchmark with 10,000 namespaces and the process's peak RSS; added to BENCHMARKS.md.
 bench-scale: $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest)
-	BENCH_PROFILES=10000 $(GO) test -run '^$$' -bench API -benchtime 1x -timeout 120m ./examples/internal/bench/ | tee $(BIN)/bench-scale.txt
+	BENCH_PROFILES=10000 $(GO) test -run '^$$' -bench API -benchtime 1x -timeout 120m ./internal/bench/ | tee $(BIN)/bench-scale.txt
 	$(GO) run ./internal/benchreport -command "make bench bench-scale" $(BIN)/bench.txt $(BIN)/bench-scale.txt > BENCHMARKS.md
 
 ## envtest: build kube-apiserver (k8s.io/kubernetes v1.37.2) and etcd (v3.6.16) from Go modules into

@@ -6,12 +6,11 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 )
 
-// NewScheme returns a scheme with every type the plugins emit or read: the Kubernetes core types,
-// Istio security/v1, Gateway API v1 and Kubeflow's Profile.
+// NewScheme returns a scheme with every type the plugins write or read: the Kubernetes core
+// types, Istio security/v1 and Gateway API v1. It has no Profile type; a standalone controller adds
+// profilev1.AddToScheme, and the profiles controller already registers its own.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(AddToScheme(s))
@@ -19,12 +18,13 @@ func NewScheme() *runtime.Scheme {
 }
 
 // AddToScheme adds the types of [NewScheme] to s, for a controller that has a scheme already.
+// Adding a type s already knows is harmless; it never registers kubeflow.org types, so it cannot
+// clash with the profiles controller's own Profile.
 func AddToScheme(s *runtime.Scheme) error {
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme,
 		istiosecurityv1.AddToScheme,
 		gatewayv1.Install,
-		profilev1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return err

@@ -258,7 +258,7 @@ func ptrTo[T any](v T) *T { return &v }
 func TestManagerWiring(t *testing.T) {
 	env := envtest.Start(t)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     plugin.NewScheme(),
+		Scheme:     envtest.NewScheme(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptrTo(true)},
 	})

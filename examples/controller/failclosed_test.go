@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"sort"
 	"strconv"
 	"sync"
@@ -17,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
 
@@ -78,7 +78,7 @@ func (r *recorder) settle() {
 // istio.io/use-waypoint never names a waypoint that is missing or not Programmed.
 func TestFailClosedInvariant(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
-	wc, err := client.NewWithWatch(h.env.Config, client.Options{Scheme: plugin.NewScheme()})
+	wc, err := client.NewWithWatch(h.env.Config, client.Options{Scheme: envtest.NewScheme()})
 	require.NoError(t, err)
 	const ns = "erin"
 	ctx, cancel := context.WithCancel(context.Background())

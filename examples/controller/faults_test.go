@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/kubeflow-ambient/profile-plugins/examples/internal/plugins"
+	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
@@ -88,7 +89,7 @@ type step struct {
 // as in a fault-free run, with no orphaned objects and nothing of anyone else's changed.
 func TestFaultInjection(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
-	wc, err := client.NewWithWatch(h.env.Config, client.Options{Scheme: plugin.NewScheme()})
+	wc, err := client.NewWithWatch(h.env.Config, client.Options{Scheme: envtest.NewScheme()})
 	require.NoError(t, err)
 	steps := []step{
 		{name: "enrol in ambient", mode: config.ModeAmbient},

@@ -1,6 +1,6 @@
 // Command controller is the reference wiring of this module: a controller-runtime manager that
 // watches Kubeflow Profiles and runs the plugins for each, standalone. A fork of the profiles
-// controller wires the same Runner into its own reconciler instead (see examples/kubeflow).
+// controller wires the same Runner into its own reconciler instead (see plugin/kubeflow).
 //
 //	go run ./examples/controller -config config.yaml
 //
@@ -12,6 +12,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"os"
 
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -25,7 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/kubeflow-ambient/profile-plugins/examples/internal/plugins"
+	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
@@ -63,7 +65,7 @@ func run(configPath, metricsAddr, probeAddr string, leaderElect bool, leaderID s
 	restCfg.WarningHandlerWithContext = plugin.WarningHandler{Next: rest.WarningLogger{}}
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                 plugin.NewScheme(),
+		Scheme:                 newScheme(),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
@@ -88,6 +90,13 @@ func run(configPath, metricsAddr, probeAddr string, leaderElect bool, leaderID s
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// newScheme registers what the plugins write and the Profile this controller watches.
+func newScheme() *runtime.Scheme {
+	s := plugin.NewScheme()
+	utilruntime.Must(profilev1.AddToScheme(s))
+	return s
 }
 
 // newReconciler builds the plugin set for cfg around c.

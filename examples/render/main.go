@@ -20,7 +20,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kubeflow-ambient/profile-plugins/examples/internal/plugins"
+	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"

@@ -8,6 +8,9 @@ package envtest
 import (
 	"context"
 	"fmt"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"net/http"
 	"os"
 	"os/exec"
@@ -151,7 +154,7 @@ func start(t testing.TB, assets string) (*Env, error) {
 			filepath.Join(golden.ModuleRoot(t), "testdata", "crds"),
 		},
 		ErrorIfCRDPathMissing: true,
-		Scheme:                plugin.NewScheme(),
+		Scheme:                NewScheme(),
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -161,7 +164,7 @@ func start(t testing.TB, assets string) (*Env, error) {
 	base := rest.CopyConfig(cfg)
 	base.WarningHandlerWithContext = plugin.WarningHandler{}
 	counted, counter := CountRequests(base)
-	c, err := client.New(counted, client.Options{Scheme: plugin.NewScheme()})
+	c, err := client.New(counted, client.Options{Scheme: NewScheme()})
 	if err != nil {
 		return nil, err
 	}
@@ -176,4 +179,12 @@ func moduleFile(module string, elem ...string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(append([]string{strings.TrimSpace(string(out))}, elem...)...), nil
+}
+
+// NewScheme is the plugins' scheme plus this module's Profile type, as a standalone controller
+// (and the tests that stand in for the profiles controller) registers them.
+func NewScheme() *runtime.Scheme {
+	s := plugin.NewScheme()
+	utilruntime.Must(profilev1.AddToScheme(s))
+	return s
 }

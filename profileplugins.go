@@ -1,0 +1,52 @@
+package profileplugins
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeflow-ambient/profile-plugins/authz"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/pss"
+	"github.com/kubeflow-ambient/profile-plugins/waypoint"
+)
+
+// Config is the admin's configuration of every plugin; see [config.Config].
+type Config = config.Config
+
+// Runner writes what the plugins want for one Profile at a time; see [plugin.Runner].
+type Runner = plugin.Runner
+
+// Result reports one Apply or Revoke; see [plugin.Result].
+type Result = plugin.Result
+
+// LoadConfig reads and validates a PluginConfig file; see [config.Load].
+func LoadConfig(path string) (*Config, error) { return config.Load(path) }
+
+// DefaultConfig is the configuration with every documented default; see [config.Default].
+func DefaultConfig() *Config { return config.Default() }
+
+// AddToScheme adds the types the plugins write and read (Kubernetes core, Istio security/v1,
+// Gateway API v1) to s. It does not add a Profile type: the profiles controller has its own.
+func AddToScheme(s *runtime.Scheme) error { return plugin.AddToScheme(s) }
+
+// New returns every plugin for a validated cfg, in the order the runner must run them: access
+// policies first, then the mesh (whose enrolment labels wait for the ztunnel policy the access
+// plugin writes), then Pod Security.
+func New(cfg *Config) ([]plugin.Plugin, error) {
+	podSecurity, err := pss.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return []plugin.Plugin{authz.New(cfg), waypoint.New(cfg), podSecurity}, nil
+}
+
+// NewRunner returns a runner of the full plugin set for cfg that writes through c and reads
+// through c as well (set Runner.Reader to read through a cache).
+func NewRunner(c client.Client, cfg *Config) (*Runner, error) {
+	ps, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return plugin.NewRunner(c, ps...)
+}
