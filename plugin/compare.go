@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,4 +114,31 @@ func ownedLabelKeys(obj client.Object, manager string) (map[string]bool, error) 
 		}
 	}
 	return keys, nil
+}
+
+// labelManagers maps each label key of obj to the field managers that own it, sorted.
+func labelManagers(obj client.Object) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range obj.GetManagedFields() {
+		if e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Labels map[string]json.RawMessage `json:"f:labels"`
+			} `json:"f:metadata"`
+		}
+		if json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		for k := range fields.Metadata.Labels {
+			if key, ok := strings.CutPrefix(k, "f:"); ok && !slices.Contains(out[key], e.Manager) {
+				out[key] = append(out[key], e.Manager)
+			}
+		}
+	}
+	for k := range out {
+		slices.Sort(out[k])
+	}
+	return out
 }

@@ -46,6 +46,9 @@ type Target struct {
 type Observed struct {
 	// Labels are the namespace's labels now, from every writer.
 	Labels map[string]string
+	// LabelManagers names, for each label key, the field managers that own it (from the
+	// namespace's managedFields), so a plugin can tell its own value from another writer's.
+	LabelManagers map[string][]string
 	// Objects are the objects of every plugin's Kinds in the namespace, made by anyone,
 	// status included.
 	Objects []client.Object

@@ -176,7 +176,7 @@ func (r *Runner) observe(ctx context.Context, name string) (*corev1.Namespace, O
 		}
 		return nil, Observed{}, fmt.Errorf("reading namespace %q: %w", name, err)
 	}
-	obs := Observed{Labels: ns.Labels}
+	obs := Observed{Labels: ns.Labels, LabelManagers: labelManagers(ns)}
 	listed := map[schema.GroupVersionKind]bool{}
 	wantPods := false
 	for _, p := range r.Plugins {
