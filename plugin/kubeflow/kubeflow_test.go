@@ -49,7 +49,8 @@ func controllerScheme(t *testing.T) *runtime.Scheme {
 
 func newIntegration(t *testing.T, objs ...client.Object) (*kubeflow.Integration, client.Client) {
 	c := fake.NewClientBuilder().WithScheme(controllerScheme(t)).WithReturnManagedFields().
-		WithObjects(append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice"}})...).Build()
+		WithObjects(append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice",
+			Annotations: map[string]string{plugin.OwnerAnnotation: "alice@example.com"}}})...).Build()
 	runner, err := profileplugins.NewRunner(c, profileplugins.DefaultConfig())
 	require.NoError(t, err)
 	return &kubeflow.Integration{Runner: runner}, c
