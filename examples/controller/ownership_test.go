@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -138,7 +137,7 @@ func TestProfileNamedLikeTheMeshRootNamespaceWritesNothing(t *testing.T) {
 	createProfile(t, c, name, "mallory@example.com")
 	p := h.profile(name)
 	n := ownedNamespace(name, "mallory@example.com")
-	n.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: name, UID: p.UID, Controller: ptr.To(true)}}
+	n.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: name, UID: p.UID, Controller: ptrTo(true)}}
 	require.NoError(t, c.Create(context.Background(), n))
 	refusedProfile(t, h, name, "mallory@example.com", `reserved (it matches "istio-system"`)
 }
