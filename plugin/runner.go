@@ -48,7 +48,8 @@ type Runner struct {
 	Plugins []Plugin
 	// WaitRequeue is the requeue delay while a plugin waits; zero means DefaultWaitRequeue.
 	WaitRequeue time.Duration
-	// Namespaces decides which namespaces are the Profile's to write into (see ownership.go).
+	// Namespaces decides which namespaces are the Profile's to write into; the zero value is
+	// the default rule and refuses AlwaysReserved.
 	Namespaces NamespacePolicy
 }
 
