@@ -48,6 +48,9 @@ type Runner struct {
 	Plugins []Plugin
 	// WaitRequeue is the requeue delay while a plugin waits; zero means DefaultWaitRequeue.
 	WaitRequeue time.Duration
+	// Namespaces decides which namespaces are the Profile's to write into; the zero value is
+	// the default rule and refuses AlwaysReserved.
+	Namespaces NamespacePolicy
 }
 
 // NewRunner checks the plugins' names and returns a Runner that reads and writes through c.
@@ -94,6 +97,9 @@ type applyObject struct {
 // others; only a failure to observe the namespace stops the call.
 func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result {
 	res := r.newResult()
+	if !r.admitApply(ctx, profile, res) {
+		return res
+	}
 	if profile.UID == "" {
 		res.Errors = append(res.Errors, fmt.Errorf("profile %q has no UID: pass the object read from the API server", profile.Name))
 		return res
@@ -139,6 +145,9 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 // plugins made there. It is idempotent, and a missing namespace is success.
 func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result {
 	res := r.newResult()
+	if !r.admitRevoke(ctx, profile, res) {
+		return res
+	}
 	ns, obs, err := r.observe(ctx, profile.Name)
 	if errors.Is(err, ErrNamespaceNotFound) {
 		return res

@@ -88,7 +88,8 @@ type env struct {
 func newEnv(t *testing.T, objs ...client.Object) *env {
 	t.Helper()
 	e := &env{}
-	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "ml"}}}
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "ml"},
+		Annotations: map[string]string{plugin.OwnerAnnotation: "alice@example.com"}}}
 	e.Client = fake.NewClientBuilder().
 		WithScheme(plugin.NewScheme()).
 		WithReturnManagedFields().
@@ -487,7 +488,7 @@ func TestRetryableTellsInputErrorsFromAPIErrors(t *testing.T) {
 	assert.False(t, res.Retryable(), "a plugin's refusal does not go away by retrying")
 
 	failing := fake.NewClientBuilder().WithScheme(plugin.NewScheme()).WithObjects(
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}).WithInterceptorFuncs(interceptor.Funcs{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: map[string]string{plugin.OwnerAnnotation: "alice@example.com"}}}).WithInterceptorFuncs(interceptor.Funcs{
 		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
 			return apierrors.NewServiceUnavailable("etcd is down")
 		},

@@ -101,11 +101,7 @@ func newScheme() *runtime.Scheme {
 
 // newReconciler builds the plugin set for cfg around c.
 func newReconciler(c client.Client, cfg *config.Config) (*Reconciler, error) {
-	ps, err := plugins.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	runner, err := plugin.NewRunner(c, ps...)
+	runner, err := plugins.NewRunner(c, cfg)
 	if err != nil {
 		return nil, err
 	}

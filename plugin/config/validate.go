@@ -28,6 +28,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Mesh.validate(field.NewPath("mesh"))...)
 	errs = append(errs, c.Authorization.validate(field.NewPath("authorization"))...)
 	errs = append(errs, c.PodSecurity.validate(field.NewPath("podSecurity"))...)
+	errs = append(errs, c.Namespaces.validate(field.NewPath("namespaces"))...)
 	if c.Mesh.Mode == ModeSidecar && c.Mesh.IstioCNI != nil && !*c.Mesh.IstioCNI && c.PodSecurity.Enforce.Level != psaapi.LevelPrivileged {
 		errs = append(errs, field.Invalid(field.NewPath("podSecurity", "enforce", "level"), c.PodSecurity.Enforce.Level,
 			"sidecar mode without istio-cni injects an istio-init container that needs NET_ADMIN and NET_RAW, which this level forbids, "+
@@ -204,6 +205,28 @@ func (p *PodSecurity) validate(path *field.Path) field.ErrorList {
 		if _, err := psaapi.ParseLevel(string(o.MinimumEnforce)); err != nil {
 			errs = append(errs, field.NotSupported(op.Child("minimumEnforce"), o.MinimumEnforce,
 				[]psaapi.Level{psaapi.LevelPrivileged, psaapi.LevelBaseline, psaapi.LevelRestricted}))
+		}
+	}
+	return errs
+}
+
+func (n *Namespaces) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch n.Ownership {
+	case OwnershipReferenceOrAnnotation, OwnershipReference:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("ownership"), n.Ownership,
+			[]NamespaceOwnership{OwnershipReferenceOrAnnotation, OwnershipReference}))
+	}
+	for i, pat := range n.Reserved {
+		p := path.Child("reserved").Index(i)
+		if _, err := filepath.Match(pat, ""); err != nil || pat == "" {
+			errs = append(errs, field.Invalid(p, pat, "must be a namespace name or a shell pattern such as \"team-*\""))
+			continue
+		}
+		// A pattern may hold * ? [ ]; the rest must be what a namespace name may hold.
+		if strings.ContainsFunc(pat, func(r rune) bool { return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789-*?[]^", r) }) {
+			errs = append(errs, field.Invalid(p, pat, "may hold only lowercase letters, digits, '-' and the pattern characters * ? [ ]"))
 		}
 	}
 	return errs
