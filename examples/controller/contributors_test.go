@@ -118,7 +118,7 @@ func TestContributorBindingsConvergeThroughTheWatch(t *testing.T) {
 	require.NoError(t, err)
 	r.Metrics = NewMetrics(prometheus.NewRegistry())
 	r.Recorder = mgr.GetEventRecorder("profile-plugins-test")
-	const ns = "erin"
+	const ns = "contrib"
 	rec := &reconcileLog{next: r, c: env.Client, ns: ns}
 	require.NoError(t, setup(mgr, rec))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -128,7 +128,7 @@ func TestContributorBindingsConvergeThroughTheWatch(t *testing.T) {
 
 	h := &harness{t: t, env: env}
 	c := env.Client
-	createProfile(t, c, ns, "erin@example.com")
+	createProfile(t, c, ns, "owner@example.com")
 	require.Eventually(t, func() bool {
 		n := &corev1.Namespace{}
 		return c.Get(ctx, client.ObjectKey{Name: ns}, n) == nil && n.Labels["istio.io/dataplane-mode"] == "ambient"
@@ -174,7 +174,7 @@ func TestContributorBindingsConvergeThroughTheWatch(t *testing.T) {
 	assert.Contains(t, cond.Message, `RoleBinding user-clusterrole-view: no contributor policy: contributor.user: Invalid value: "*": Istio reads "*" as "any value"`)
 	owner := &istiosecurityv1.AuthorizationPolicy{}
 	require.True(t, h.exists(owner, ns, "ns-owner-access-istio"), "the owner keeps access")
-	assert.Equal(t, []string{"erin@example.com"}, owner.Spec.Rules[0].When[0].Values)
+	assert.Equal(t, []string{"owner@example.com"}, owner.Spec.Rules[0].When[0].Values)
 	require.Eventually(t, func() bool {
 		evs := &eventsv1.EventList{}
 		require.NoError(t, c.List(ctx, evs, client.InNamespace(metav1.NamespaceDefault)))
