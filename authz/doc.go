@@ -72,5 +72,7 @@
 // Names are kfam's byte for byte and never shortened: a contributor whose name would exceed 253
 // characters gets no policy (kfam could not create it either) and an error naming the binding.
 // Users that kfam folds to one name are a conflict and none of them is granted (see
-// [ContributorPolicies]).
+// [ContributorPolicies]). A contributor policy the plugin did not make whose header value it would
+// refuse (kfam's policy for a binding with user "*", which in sidecar mode admits everyone) is left
+// alone, as another writer's object, and reported as an error that says to delete it.
 package authz

@@ -238,3 +238,31 @@ func FuzzIdentityMatchesOnlyItself(f *testing.F) {
 		}
 	})
 }
+
+// kfam writes a policy for any binding, "*" included; in sidecar mode it opens the namespace. The
+// plugin does not own it, so it reports it, naming the policy and the value, in either mode.
+func TestForeignWildcardContributorPoliciesAreReported(t *testing.T) {
+	kfamPolicy := func(name, user, value string) *istiosecurityv1.AuthorizationPolicy {
+		pol, err := authz.ContributorPolicy(config.Default(), ns, "placeholder@example.com", "view")
+		require.NoError(t, err)
+		pol.Name, pol.Spec.TargetRefs = name, nil
+		pol.Annotations = map[string]string{"user": user, "role": "view"}
+		pol.Spec.Rules[0].When[0].Values = []string{value}
+		return pol
+	}
+	everyone := kfamPolicy("user-clusterrole-view", "*", "*")
+	ours := kfamPolicy("user-x-clusterrole-view", "*x", "*x")
+	ours.Labels = map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: authz.PluginName}
+	adminOwn := kfamPolicy("allow-any-authenticated", "", "*")
+	adminOwn.Annotations = nil
+	sidecarKfam, ambientPlugin := config.Default(), config.Default()
+	sidecarKfam.Mesh.Mode = config.ModeSidecar
+	ambientPlugin.Authorization.Contributors = config.ContributorsByPlugin
+	for mode, cfg := range map[string]*config.Config{"sidecar, kfam": sidecarKfam, "ambient, plugin": ambientPlugin} {
+		d, err := authz.New(cfg).Generate(profileTarget(rbacv1.UserKind, owner, everyone, ours, adminOwn))
+		require.NoError(t, err)
+		require.Len(t, d.Errors, 1, "%s: only the foreign kfam-annotated policy", mode)
+		assert.Equal(t, `AuthorizationPolicy user-clusterrole-view (not made by this plugin, for user "*"): spec.rules[0].when[0].values[0]: Invalid value: "*": Istio reads "*" as "any value": it would match every caller; an identity must name exactly one caller; it is left alone: delete it and its RoleBinding`,
+			d.Errors[0].Error())
+	}
+}

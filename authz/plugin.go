@@ -82,7 +82,45 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 			d.Warnings = append(d.Warnings, detachedContributorPolicies(t.Observed)...)
 		}
 	}
+	d.Errors = append(d.Errors, foreignContributorWildcards(cfg, t.Observed)...)
 	return d, nil
+}
+
+// foreignContributorWildcards reports contributor policies that kfam (or anyone but this plugin)
+// made with a user id this package refuses, such as kfam's policy for a binding with user "*":
+// kfam does not check, and in sidecar mode such a policy opens the namespace. The plugin does not
+// own it and leaves it alone, so the error says to delete it.
+func foreignContributorWildcards(cfg *config.Config, obs plugin.Observed) []error {
+	key := "request.headers[" + cfg.Authorization.UserIDHeader + "]"
+	var errs []error
+	for _, o := range obs.Objects {
+		pol, ok := o.(*istiosecurityv1.AuthorizationPolicy)
+		if !ok || plugin.IsManagedBy(pol.Labels, PluginName) {
+			continue
+		}
+		if role := pol.Annotations[RoleAnnotation]; pol.Annotations[UserAnnotation] == "" || (role != RoleEdit && role != RoleView) {
+			continue
+		}
+		for i, r := range pol.Spec.Rules {
+			for j, c := range r.When {
+				if c.Key != key {
+					continue
+				}
+				for k, v := range c.Values {
+					path := field.NewPath("spec", "rules").Index(i).Child("when").Index(j).Child("values").Index(k)
+					for _, e := range config.ValidateIdentity(path, v) {
+						if e.Type != field.ErrorTypeTooLong {
+							errs = append(errs, fmt.Errorf("AuthorizationPolicy %s (not made by this plugin, for user %q): %w; it is left alone: delete it and its RoleBinding",
+								pol.Name, pol.Annotations[UserAnnotation], e))
+						}
+					}
+				}
+			}
+		}
+	}
+	// Observed objects come in the cache's order; the result must not.
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs
 }
 
 // ownerKindIsUser refuses a Profile owned by a Group or a ServiceAccount: the owner policy

@@ -186,7 +186,24 @@ func TestContributorBindingsConvergeThroughTheWatch(t *testing.T) {
 		return false
 	}, 10*time.Second, 100*time.Millisecond, "the refusal is an event on the Profile")
 
-	// Removing the wildcard binding clears the error.
+	// kfam, not checking, then POSTs its policy for "*": it is not the plugin's to delete, but
+	// the Profile's condition says at once that it must go.
+	kfamPolicy, err := authz.ContributorPolicy(cfg, ns, "placeholder@example.com", authz.RoleView)
+	require.NoError(t, err)
+	kfamPolicy.Name, kfamPolicy.Spec.TargetRefs = everyone.Name, nil
+	kfamPolicy.Annotations = map[string]string{authz.UserAnnotation: "*", authz.RoleAnnotation: authz.RoleView}
+	kfamPolicy.Spec.Rules[0].When[0].Values = []string{"*"}
+	require.NoError(t, c.Create(ctx, kfamPolicy, client.FieldOwner("kfam")))
+	require.Eventually(t, func() bool {
+		return strings.Contains(h.profile(ns).Status.Conditions[0].Message,
+			`AuthorizationPolicy user-clusterrole-view (not made by this plugin, for user "*"): spec.rules[0].when[0].values[0]: Invalid value: "*"`)
+	}, 10*time.Second, 50*time.Millisecond, "kfam's wildcard policy is reported through the policy watch")
+	got := &istiosecurityv1.AuthorizationPolicy{}
+	require.True(t, h.exists(got, ns, everyone.Name))
+	assert.Empty(t, got.Labels, "another writer's policy is left alone")
+
+	// Removing the wildcard binding and kfam's policy clears the error.
+	require.NoError(t, c.Delete(ctx, got))
 	require.NoError(t, c.Delete(ctx, everyone))
 	require.Eventually(t, func() bool { return h.profile(ns).Status.Conditions[0].Status == "True" }, 10*time.Second, 50*time.Millisecond)
 }

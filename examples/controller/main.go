@@ -123,8 +123,8 @@ func newReconciler(c client.Client, cfg *config.Config) (*Reconciler, error) {
 
 // setup watches Profiles and everything the plugins make for them (each carries the Profile as
 // controller owner), so a Gateway becoming Programmed reconciles its Profile at once. It also
-// watches kfam's contributor RoleBindings, so adding or removing a contributor reconciles the
-// namespace's Profile at once rather than at some unrelated event.
+// watches kfam's contributor RoleBindings and policies, so adding or removing a contributor
+// reconciles the namespace's Profile at once rather than at some unrelated event.
 func setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&profilev1.Profile{}).
@@ -136,7 +136,11 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 		// select, so every RoleBinding is cached, but as metadata only (no subjects or roleRefs):
 		// the authz plugin lists them as metadata too and so shares this cache.
 		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(profileOfNamespace),
-			builder.OnlyMetadata, builder.WithPredicates(contributorBindings)).
+			builder.OnlyMetadata, builder.WithPredicates(contributorAnnotated)).
+		// kfam's own contributor policies carry no owner reference; watching them (from the
+		// cache Owns already fills) lets a policy kfam made for a refused user be reported at once.
+		Watches(&istiosecurityv1.AuthorizationPolicy{}, handler.EnqueueRequestsFromMapFunc(profileOfNamespace),
+			builder.WithPredicates(contributorAnnotated)).
 		Complete(r)
 }
 
@@ -145,18 +149,19 @@ func profileOfNamespace(_ context.Context, o client.Object) []reconcile.Request 
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 }
 
-// contributorBindings passes the RoleBindings that carry kfam's contributor annotations, before
-// or after the change, and so skips the many RoleBindings that say nothing about contributors.
-var contributorBindings = predicate.Funcs{
-	CreateFunc: func(e event.CreateEvent) bool { return isContributorBinding(e.Object) },
-	DeleteFunc: func(e event.DeleteEvent) bool { return isContributorBinding(e.Object) },
+// contributorAnnotated passes the objects (kfam's RoleBindings and policies) that carry kfam's
+// contributor annotations, before or after the change, and so skips the many RoleBindings that
+// say nothing about contributors.
+var contributorAnnotated = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return hasContributorAnnotations(e.Object) },
+	DeleteFunc: func(e event.DeleteEvent) bool { return hasContributorAnnotations(e.Object) },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		return isContributorBinding(e.ObjectOld) || isContributorBinding(e.ObjectNew)
+		return hasContributorAnnotations(e.ObjectOld) || hasContributorAnnotations(e.ObjectNew)
 	},
-	GenericFunc: func(e event.GenericEvent) bool { return isContributorBinding(e.Object) },
+	GenericFunc: func(e event.GenericEvent) bool { return hasContributorAnnotations(e.Object) },
 }
 
-func isContributorBinding(o client.Object) bool {
+func hasContributorAnnotations(o client.Object) bool {
 	role := o.GetAnnotations()[authz.RoleAnnotation]
 	return o.GetAnnotations()[authz.UserAnnotation] != "" && (role == authz.RoleEdit || role == authz.RoleView)
 }
