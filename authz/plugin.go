@@ -69,6 +69,7 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	switch cfg.Authorization.Contributors {
 	case config.ContributorsByPlugin:
 		contributors, ignored := ContributorsFrom(roleBindings(t.Observed))
+		sort.Strings(ignored)
 		d.Warnings = append(d.Warnings, ignored...)
 		// A contributor refused here loses only its own policy; the owner keeps access.
 		pols, errs := ContributorPolicies(cfg, t.Namespace, contributors)
@@ -91,7 +92,7 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 // kfam does not check, and in sidecar mode such a policy opens the namespace. The plugin does not
 // own it and leaves it alone, so the error says to delete it.
 func foreignContributorWildcards(cfg *config.Config, obs plugin.Observed) []error {
-	key := "request.headers[" + cfg.Authorization.UserIDHeader + "]"
+	key := headerCondition(cfg, "").Key
 	var errs []error
 	for _, o := range obs.Objects {
 		pol, ok := o.(*istiosecurityv1.AuthorizationPolicy)
@@ -101,26 +102,36 @@ func foreignContributorWildcards(cfg *config.Config, obs plugin.Observed) []erro
 		if role := pol.Annotations[RoleAnnotation]; pol.Annotations[UserAnnotation] == "" || (role != RoleEdit && role != RoleView) {
 			continue
 		}
-		for i, r := range pol.Spec.Rules {
-			for j, c := range r.When {
-				if c.Key != key {
-					continue
-				}
-				for k, v := range c.Values {
-					path := field.NewPath("spec", "rules").Index(i).Child("when").Index(j).Child("values").Index(k)
-					for _, e := range config.ValidateIdentity(path, v) {
-						if e.Type != field.ErrorTypeTooLong {
-							errs = append(errs, fmt.Errorf("AuthorizationPolicy %s (not made by this plugin, for user %q): %w; it is left alone: delete it and its RoleBinding",
-								pol.Name, pol.Annotations[UserAnnotation], e))
-						}
-					}
-				}
-			}
+		for _, e := range refusedHeaderValues(pol, key) {
+			errs = append(errs, fmt.Errorf("AuthorizationPolicy %s (not made by this plugin, for user %q): %w; it is left alone: delete it and its RoleBinding",
+				pol.Name, pol.Annotations[UserAnnotation], e))
 		}
 	}
 	// Observed objects come in the cache's order; the result must not.
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errs
+}
+
+// refusedHeaderValues checks every value pol compares with the header key as an identity. Length
+// is not its concern: a long id is no wildcard.
+func refusedHeaderValues(pol *istiosecurityv1.AuthorizationPolicy, key string) field.ErrorList {
+	var out field.ErrorList
+	for i, r := range pol.Spec.Rules {
+		for j, c := range r.When {
+			if c.Key != key {
+				continue
+			}
+			for k, v := range c.Values {
+				path := field.NewPath("spec", "rules").Index(i).Child("when").Index(j).Child("values").Index(k)
+				for _, e := range config.ValidateIdentity(path, v) {
+					if e.Type != field.ErrorTypeTooLong {
+						out = append(out, e)
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // ownerKindIsUser refuses a Profile owned by a Group or a ServiceAccount: the owner policy
