@@ -30,6 +30,20 @@ type PodObserver interface {
 	NeedsPods() bool
 }
 
+// DataPlane is implemented by plugins whose namespace labels put running pods into a data plane
+// (istio.io/dataplane-mode=ambient). Taking such a label away leaves the pods it captured outside
+// every data plane, with no mTLS and no policy at all, so the runner keeps a data-plane label the
+// plugin owns, and the objects it requires, while Captured names a pod: after a mode switch, when
+// a requirement is lost, and on Revoke.
+type DataPlane interface {
+	// DataPlaneLabels maps each data-plane label key to the objects that protect the pods it
+	// captures (for dataplane-mode, the ztunnel policy). It must not depend on the mode.
+	DataPlaneLabels() map[string][]Ref
+	// Captured names the running pods that the namespace label key=value puts in a data plane
+	// and that no other data plane would take if it went away.
+	Captured(key, value string, pods []corev1.Pod) []string
+}
+
 // Target is one user namespace as a plugin sees it.
 type Target struct {
 	// Namespace is the user namespace; it has the Profile's name.

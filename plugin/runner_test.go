@@ -318,7 +318,7 @@ func TestLabelWaitsForTheObjectItRequires(t *testing.T) {
 	require.Error(t, res.Err(), "authz failed")
 	assert.NotContains(t, e.namespace(t).Labels, "istio.io/dataplane-mode", "must not enrol before the ztunnel policy exists")
 	assert.Equal(t, "x", e.namespace(t).Labels["other"], "ungated labels still apply")
-	assert.Equal(t, []string{"mesh: label istio.io/dataplane-mode withheld until AuthorizationPolicy.security.istio.io/ztunnel exists"}, res.Waiting())
+	assert.Equal(t, []string{"mesh: label istio.io/dataplane-mode withheld: AuthorizationPolicy.security.istio.io/ztunnel does not exist"}, res.Waiting())
 	assert.Equal(t, plugin.DefaultWaitRequeue, res.RequeueAfter())
 
 	// Once the other plugin produces the policy, the same single Apply creates it and then labels.
