@@ -19,6 +19,8 @@ import (
 // targetRefs; a Gateway's listeners), and server-side apply cannot take them away. Status
 // writers (istiod on a Gateway) are not counted: they write a subresource. Fields the API server
 // defaulted belong to no manager and are not counted either.
+// The result maps manager to sorted paths; an Update by the plugin's own manager is listed under
+// its name.
 func foreignSpecFields(obj client.Object, pluginName string) map[string][]string {
 	mine := FieldManager(pluginName)
 	own := map[string]bool{}
@@ -37,7 +39,9 @@ func foreignSpecFields(obj client.Object, pluginName string) map[string][]string
 		}
 		paths := map[string]bool{}
 		fieldPaths("spec", spec, paths)
-		if e.Manager == mine {
+		// Only the plugin's apply owns fields for good: the fields of its own restoring Update
+		// (below) are not removed when the plugin stops setting them, so they must show as drift.
+		if e.Manager == mine && e.Operation == metav1.ManagedFieldsOperationApply {
 			maps.Copy(own, paths)
 			continue
 		}

@@ -49,10 +49,14 @@ func TestForeignSpecFields(t *testing.T) {
 			entry(mine, apply, "", `{"f:spec":{"f:action":{},"f:rules":{}}}`),
 			entry("gitops", apply, "", `{"f:spec":{"f:selector":{".":{},"f:matchLabels":{"f:app":{}}},"f:targetRefs":{}}}`),
 		}, map[string][]string{"gitops": {"spec.selector", "spec.selector.matchLabels.app", "spec.targetRefs"}}},
-		{"our own update counts as ours", []metav1.ManagedFieldsEntry{
-			entry(mine, apply, "", `{"f:spec":{"f:rules":{}}}`),
+		{"our own update shared with our apply", []metav1.ManagedFieldsEntry{
+			entry(mine, apply, "", `{"f:spec":{"f:action":{},"f:rules":{}}}`),
 			entry(mine, update, "", `{"f:spec":{"f:action":{}}}`),
 		}, map[string][]string{}},
+		{"a field only our own update holds is not removed by apply", []metav1.ManagedFieldsEntry{
+			entry(mine, apply, "", `{"f:spec":{"f:rules":{}}}`),
+			entry(mine, update, "", `{"f:spec":{"f:targetRefs":{}}}`),
+		}, map[string][]string{mine: {"spec.targetRefs"}}},
 		{"status writers are not drift", []metav1.ManagedFieldsEntry{
 			entry(mine, apply, "", `{"f:spec":{"f:rules":{}}}`),
 			entry("istiod", update, "status", `{"f:status":{"f:conditions":{}}}`),

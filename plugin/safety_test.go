@@ -620,3 +620,25 @@ func TestSidecarSwitchWaitsForPods(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// After a restore, the plugin's own Update holds the fields it put back. When the plugin later
+// stops setting one of them (the owner policy loses its targetRefs in sidecar mode), apply alone
+// would leave it; the runner sees it and converges within three calls, then stays quiet.
+func TestFieldsOfARestoreGoWhenThePluginStopsSettingThem(t *testing.T) {
+	m := newMesh(t)
+	m.enrol()
+	pol := m.policy(ownerName)
+	pol.Spec.TargetRefs[0].Name = "elsewhere"
+	require.NoError(t, m.c.Update(context.Background(), pol, client.FieldOwner("gitops")))
+	require.NoError(t, m.apply().Err())
+	require.Equal(t, "waypoint", m.policy(ownerName).Spec.TargetRefs[0].Name)
+
+	m.configure(config.ModeSidecar)
+	for range 3 {
+		require.NoError(t, m.apply().Err())
+	}
+	assert.Empty(t, m.policy(ownerName).Spec.TargetRefs)
+	m.writes = nil
+	require.NoError(t, m.apply().Err())
+	assert.Empty(t, m.writes)
+}

@@ -48,11 +48,11 @@ func (h *harness) storedAction(ns, name string) string {
 // policies still stand, so pods stay in ambient and behind the waypoint's owner policy.
 func TestInvalidOwnerEditKeepsTheNamespaceEnrolled(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
-	const ns = "frank"
-	h.enrol(ns, "frank@example.com")
+	const ns = "safety-owner-edit"
+	h.enrol(ns, "olivia@example.com")
 
 	p := h.profile(ns)
-	p.Spec.Owner.Name = "frank@example.com "
+	p.Spec.Owner.Name = "olivia@example.com "
 	require.NoError(t, h.env.Client.Update(context.Background(), p))
 	h.reconcile(ns)
 
@@ -73,8 +73,8 @@ func TestInvalidOwnerEditKeepsTheNamespaceEnrolled(t *testing.T) {
 func TestForeignDriftOfTheZtunnelPolicyIsRestored(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
-	const ns = "grace"
-	h.enrol(ns, "grace@example.com")
+	const ns = "safety-drift"
+	h.enrol(ns, "peggy@example.com")
 	const name = "ns-owner-access-istio-ztunnel"
 	require.Equal(t, "ALLOW", h.storedAction(ns, name), "the apply body states the action")
 
@@ -119,7 +119,7 @@ func TestForeignDriftOfTheZtunnelPolicyIsRestored(t *testing.T) {
 func TestRevokeWithARunningPodKeepsAmbientUntilItIsGone(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
-	const ns = "heidi"
+	const ns = "safety-revoke"
 	// The namespace exists before the Profile, so the Profile does not control it and garbage
 	// collection would not take it along.
 	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -129,7 +129,7 @@ func TestRevokeWithARunningPodKeepsAmbientUntilItIsGone(t *testing.T) {
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nb", Image: "jupyter"}}},
 	}
 	require.NoError(t, c.Create(context.Background(), pod))
-	h.enrol(ns, "heidi@example.com")
+	h.enrol(ns, "rupert@example.com")
 
 	require.NoError(t, c.Delete(context.Background(), h.profile(ns)))
 	res := h.reconcile(ns)
