@@ -90,6 +90,13 @@ func fieldPaths(prefix string, tree map[string]any, out map[string]bool) {
 	}
 }
 
+// withoutManager is foreign without the named manager's entry.
+func withoutManager(foreign map[string][]string, manager string) map[string][]string {
+	out := maps.Clone(foreign)
+	delete(out, manager)
+	return out
+}
+
 // describeForeign says which other writers hold which spec fields, for a warning.
 func describeForeign(foreign map[string][]string) string {
 	var parts []string

@@ -456,8 +456,8 @@ func (r *Runner) applyObject(ctx context.Context, p *planned, ao *applyObject, c
 			p.res.Unchanged = append(p.res.Unchanged, ao.ref)
 			return ""
 		}
-		if len(foreign) > 0 && !adopted {
-			p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("%s was changed by another writer (%s); restoring the desired spec", ao.ref, describeForeign(foreign)))
+		if others := withoutManager(foreign, FieldManager(name)); len(others) > 0 && !adopted {
+			p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("%s was changed by another writer (%s); restoring the desired spec", ao.ref, describeForeign(others)))
 		}
 	}
 	restoreFailed := false
@@ -474,19 +474,21 @@ func (r *Runner) applyObject(ctx context.Context, p *planned, ao *applyObject, c
 	switch {
 	case restoreFailed:
 		return "was changed by another writer (" + describeForeign(foreign) + ") and restoring it failed"
-	case err != nil && cur == nil:
+	case err == nil:
+		if cur == nil {
+			p.res.Created = append(p.res.Created, ao.ref)
+		} else {
+			p.res.Updated = append(p.res.Updated, ao.ref)
+		}
+		return ""
+	case cur == nil:
 		return "does not exist and creating it failed"
-	case err != nil && len(foreign) == 0 && IsManagedBy(cur.GetLabels(), name):
+	case len(foreign) > 0:
+		return "" // restored to exactly the desired spec; only taking ownership back failed
+	case IsManagedBy(cur.GetLabels(), name):
 		return "" // the earlier version of the plugin's own still protects
-	case err != nil:
-		return "could not be taken over"
 	}
-	if cur == nil {
-		p.res.Created = append(p.res.Created, ao.ref)
-	} else {
-		p.res.Updated = append(p.res.Updated, ao.ref)
-	}
-	return ""
+	return "could not be taken over"
 }
 
 // restore replaces cur's spec by exactly the desired one. Server-side apply cannot do it: it

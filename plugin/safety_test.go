@@ -634,11 +634,70 @@ func TestFieldsOfARestoreGoWhenThePluginStopsSettingThem(t *testing.T) {
 	require.Equal(t, "waypoint", m.policy(ownerName).Spec.TargetRefs[0].Name)
 
 	m.configure(config.ModeSidecar)
+	var warnings []string
 	for range 3 {
-		require.NoError(t, m.apply().Err())
+		res := m.apply()
+		require.NoError(t, res.Err())
+		warnings = append(warnings, res.Warnings()...)
 	}
 	assert.Empty(t, m.policy(ownerName).Spec.TargetRefs)
+	assert.NotContains(t, strings.Join(warnings, "\n"), "another writer", "the plugin's own Update is no other writer")
 	m.writes = nil
 	require.NoError(t, m.apply().Err())
 	assert.Empty(t, m.writes)
+}
+
+// failVerb makes the named write of the named object fail.
+func failVerb(verb, what string) func(string, any) error {
+	return func(v string, obj any) error {
+		if v == verb && describe(obj) == what {
+			return apierrors.NewServiceUnavailable("injected")
+		}
+		return nil
+	}
+}
+
+// The restore succeeded but taking ownership back failed: the spec is exactly the desired one,
+// so the labels stay; the next call finishes quietly.
+func TestRestoredButNotReownedKeepsLabels(t *testing.T) {
+	m := newMesh(t)
+	m.enrol()
+	pol := m.policy(ztunnelName)
+	pol.Spec.Action = securityv1beta1.AuthorizationPolicy_AUDIT
+	require.NoError(t, m.c.Update(context.Background(), pol, client.FieldOwner("gitops")))
+	m.fail = failVerb("apply", "AuthorizationPolicy/"+ztunnelName)
+	require.Error(t, m.apply().Err())
+	assert.Equal(t, securityv1beta1.AuthorizationPolicy_ALLOW, m.policy(ztunnelName).Spec.Action)
+	enrolled(t, m.labels())
+	m.fail = nil
+	require.NoError(t, m.apply().Err())
+	m.writes = nil
+	require.NoError(t, m.apply().Err())
+	assert.Empty(t, m.writes)
+}
+
+// Adopting a legacy owner policy fails: it is not the plugin's, so nothing is routed to the waypoint.
+func TestFailedAdoptionWithholdsUseWaypoint(t *testing.T) {
+	legacy := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownerName, Namespace: ns}}
+	m := newMesh(t, legacy)
+	m.cfg.Authorization.AdoptOwnerPolicy = true
+	m.fail = func(verb string, obj any) error {
+		if describe(obj) == "AuthorizationPolicy/"+ownerName {
+			return apierrors.NewServiceUnavailable("injected")
+		}
+		return nil
+	}
+	require.Error(t, m.apply().Err())
+	m.program()
+	res := m.apply()
+	require.Error(t, res.Err())
+	assert.NotContains(t, m.labels(), useWaypoint)
+	assert.Contains(t, res.Waiting(), "waypoint: label "+useWaypoint+" withheld: AuthorizationPolicy.security.istio.io/"+ownerName+" could not be taken over")
+	assert.Equal(t, "ambient", m.labels()[dataplaneMode])
+
+	m.fail = nil
+	res = m.apply()
+	require.NoError(t, res.Err())
+	assert.Contains(t, strings.Join(res.Warnings(), "\n"), "adopted AuthorizationPolicy.security.istio.io/"+ownerName)
+	enrolled(t, m.labels())
 }
