@@ -553,3 +553,30 @@ func (p *enrolmentPlugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	d.Enrolment = p.enrolment
 	return d, err
 }
+
+// A routing label whose value changes is withdrawn before the objects change too, and set again
+// with its new value after them.
+func TestEnrolmentLabelWhoseValueChangesIsWithdrawnFirst(t *testing.T) {
+	e := newEnv(t)
+	var order []string
+	c := interceptor.NewClient(e.Client.(client.WithWatch), interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if ac, ok := obj.(*corev1ac.NamespaceApplyConfiguration); ok {
+				order = append(order, "labels use-waypoint="+ac.Labels["use-waypoint"])
+			} else {
+				order = append(order, "object")
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	p := &testPlugin{name: "mesh", objects: func(plugin.Target) []client.Object { return []client.Object{policy("owner", "a")} },
+		labels: map[string]string{"use-waypoint": "a"}}
+	r := newRunner(t, c, &enrolmentPlugin{p, []string{"use-waypoint"}})
+	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
+
+	order = nil
+	p.objects = func(plugin.Target) []client.Object { return []client.Object{policy("owner", "b")} }
+	p.labels = map[string]string{"use-waypoint": "b"}
+	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
+	assert.Equal(t, []string{"labels use-waypoint=", "object", "labels use-waypoint=b"}, order)
+}

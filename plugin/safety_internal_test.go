@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/descriptorpb"
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -168,6 +169,13 @@ func TestToMapStatesTheZeroEnum(t *testing.T) {
 	s := "x"
 	assert.Nil(t, protoSpec(&s))
 	assert.NotNil(t, protoSpec(allow))
+
+	// Only single enums outside a oneof are stated; lists and set fields are left as they are.
+	spec := map[string]any{"jstype": "JS_NUMBER"}
+	stateEnums(&descriptorpb.FieldOptions{Ctype: descriptorpb.FieldOptions_CORD.Enum()}, spec)
+	assert.Equal(t, map[string]any{"jstype": "JS_NUMBER", "retention": "RETENTION_UNKNOWN"}, spec,
+		"ctype is set, jstype already present, targets is a list, features a message")
+	stateEnums(nil, spec)
 }
 
 // dataPlanePlugin captures the pods it is given, except those named "free".
@@ -282,6 +290,15 @@ func TestDecideLabels(t *testing.T) {
 	assert.Equal(t, "on", got["mode"])
 	assert.NotContains(t, got, "route")
 	assert.Equal(t, []string{"label mode=on stays although AuthorizationPolicy.security.istio.io/zt was changed by another writer (x set spec.action): 1 running pod(s) would otherwise be outside every data plane: a"}, p.res.Warnings)
+
+	// Held, requirement broken, and the plugin wants another value: no "stays" warning for a value
+	// that is not there; the held value stays and the plugin waits.
+	p = newPlan()
+	p.desired.Labels["mode"] = "other"
+	got = decideLabels(p, labelled(map[string]string{"mode": "on"}, mine, "mode"), broken, held)
+	assert.Equal(t, "on", got["mode"])
+	assert.Empty(t, p.res.Warnings)
+	assert.Contains(t, p.res.Waiting, "label mode withheld: AuthorizationPolicy.security.istio.io/zt was changed by another writer (x set spec.action)")
 
 	// Held, but the plugin wants another value: the held value stays and the plugin waits.
 	p = newPlan()

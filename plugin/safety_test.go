@@ -610,6 +610,12 @@ func TestSidecarSwitchWaitsForPods(t *testing.T) {
 	assert.NotNil(t, m.policy(ztunnelName))
 	assert.Contains(t, strings.Join(res.Waiting(), "\n"), "keeps istio.io/dataplane-mode=ambient and the objects it requires until no pod depends on it (restart the pods into the new data plane or delete them); 1 running pod(s) would otherwise be outside every data plane: app")
 
+	for _, w := range m.writes {
+		if strings.HasPrefix(w, "apply labels") {
+			assert.Contains(t, w, dataplaneMode, "ambient must never be withdrawn while the pod runs, not even for a moment")
+		}
+	}
+
 	m.deletePod("app")
 	m.addPod("app-restarted", map[string]string{"sidecar.istio.io/status": `{"containers":["istio-proxy"]}`})
 	res = m.apply()
@@ -699,5 +705,24 @@ func TestFailedAdoptionWithholdsUseWaypoint(t *testing.T) {
 	res = m.apply()
 	require.NoError(t, res.Err())
 	assert.Contains(t, strings.Join(res.Warnings(), "\n"), "adopted AuthorizationPolicy.security.istio.io/"+ownerName)
+	enrolled(t, m.labels())
+}
+
+// Adoption restores the legacy policy to exactly the desired spec and marks it as the plugin's in
+// one Update; when only the apply after it fails, the policy already protects and routing may use it.
+func TestAdoptionRestoredButNotReowned(t *testing.T) {
+	m := newMesh(t)
+	m.cfg.Authorization.AdoptOwnerPolicy = true
+	legacy := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownerName, Namespace: ns},
+		Spec: securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{{}}}}
+	require.NoError(t, m.c.Create(context.Background(), legacy, client.FieldOwner("kfam")))
+	m.fail = failVerb("apply", "AuthorizationPolicy/"+ownerName)
+	require.Error(t, m.apply().Err())
+	m.program()
+	res := m.apply()
+	require.Error(t, res.Err())
+	got := m.policy(ownerName)
+	assert.True(t, plugin.IsManagedBy(got.Labels, "authz"))
+	assert.NotEmpty(t, got.Spec.TargetRefs, "the desired spec")
 	enrolled(t, m.labels())
 }
