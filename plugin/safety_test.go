@@ -712,13 +712,13 @@ func TestFailedAdoptionWithholdsUseWaypoint(t *testing.T) {
 // one Update; when only the apply after it fails, the policy already protects and routing may use it.
 func TestAdoptionRestoredButNotReowned(t *testing.T) {
 	m := newMesh(t)
+	m.enrol()
+	require.NoError(t, m.c.Delete(context.Background(), m.policy(ownerName)))
 	m.cfg.Authorization.AdoptOwnerPolicy = true
 	legacy := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownerName, Namespace: ns},
 		Spec: securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{{}}}}
 	require.NoError(t, m.c.Create(context.Background(), legacy, client.FieldOwner("kfam")))
 	m.fail = failVerb("apply", "AuthorizationPolicy/"+ownerName)
-	require.Error(t, m.apply().Err())
-	m.program()
 	res := m.apply()
 	require.Error(t, res.Err())
 	got := m.policy(ownerName)
