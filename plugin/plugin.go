@@ -89,8 +89,9 @@ type Desired struct {
 	// Labels are the namespace labels the plugin owns; a key it owned before and no longer lists is
 	// removed, unless another writer also set it.
 	Labels map[string]string
-	// LabelRequires gates labels: a label key here is set only once every listed object exists
-	// (applied in this run, or already present). Objects of other plugins may be named.
+	// LabelRequires gates labels: a label key here is set, and kept, only while every listed
+	// object exists, carries its plugin's labels and is intact (see the package doc's safety
+	// model). Objects of other plugins may be named.
 	LabelRequires map[string][]Ref
 	// Enrolment lists label keys that send traffic somewhere or enrol the namespace in a data
 	// plane (istio.io/use-waypoint, istio.io/dataplane-mode). When the plugin owns one of them
