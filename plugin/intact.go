@@ -23,6 +23,11 @@ import (
 // its name.
 func foreignSpecFields(obj client.Object, pluginName string) map[string][]string {
 	mine := FieldManager(pluginName)
+	if !slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
+		return e.Subresource == "" && (e.Manager != mine || e.Operation != metav1.ManagedFieldsOperationApply)
+	}) {
+		return map[string][]string{} // the steady state: no other writer, nothing to parse
+	}
 	own := map[string]bool{}
 	foreign := map[string]map[string]bool{}
 	for _, e := range obj.GetManagedFields() {
