@@ -471,21 +471,28 @@ func (r *Runner) applyObject(ctx context.Context, p *planned, ao *applyObject, c
 	if err != nil {
 		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: applying %s: %w", name, ao.ref, err))
 	}
-	switch {
-	case restoreFailed:
-		return "was changed by another writer (" + describeForeign(foreign) + ") and restoring it failed"
-	case err == nil:
+	if err == nil {
 		if cur == nil {
 			p.res.Created = append(p.res.Created, ao.ref)
 		} else {
 			p.res.Updated = append(p.res.Updated, ao.ref)
 		}
+	}
+	return afterWrite(cur, name, foreign, restoreFailed, err)
+}
+
+// afterWrite says why an object does not protect after the runner wrote it ("" when it does).
+func afterWrite(cur client.Object, plugin string, foreign map[string][]string, restoreFailed bool, applyErr error) string {
+	switch {
+	case restoreFailed:
+		return "was changed by another writer (" + describeForeign(foreign) + ") and restoring it failed"
+	case applyErr == nil:
 		return ""
 	case cur == nil:
 		return "does not exist and creating it failed"
 	case len(foreign) > 0:
 		return "" // restored to exactly the desired spec; only taking ownership back failed
-	case IsManagedBy(cur.GetLabels(), name):
+	case IsManagedBy(cur.GetLabels(), plugin):
 		return "" // the earlier version of the plugin's own still protects
 	}
 	return "could not be taken over"
