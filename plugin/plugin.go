@@ -66,8 +66,13 @@ type Observed struct {
 	// Objects are the objects of every plugin's Kinds in the namespace, made by anyone,
 	// status included.
 	Objects []client.Object
-	// Pods are the namespace's pods, listed only when a plugin is a PodObserver.
+	// Pods are the namespace's pods, listed only when a plugin is a PodObserver or a DataPlane.
 	Pods []corev1.Pod
+	// Held are the data-plane labels (key to value) that the runner keeps on the namespace in this
+	// call whatever the plugins want, because running pods depend on them (see DataPlane). A plugin
+	// that makes an object such a label requires keeps making it while the label is held, so the
+	// object stays intact until the label goes.
+	Held map[string]string
 }
 
 // Lookup returns the observed object of type T named name, if there is one.

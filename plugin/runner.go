@@ -106,9 +106,10 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 		res.Errors = append(res.Errors, err)
 		return res
 	}
+	held := holdDataPlane(r.Plugins, ns, obs.Pods)
+	obs.Held = held.all()
 	target := Target{Namespace: profile.Name, Owner: profile.Spec.Owner.Name, Profile: profile, Observed: obs}
 	plans := plan(r.Client.Scheme(), r.Plugins, res, target)
-	held := holdDataPlane(r.Plugins, ns, obs.Pods)
 
 	// Phase 0: withdraw enrolment labels that are going away or changing, before the objects
 	// they send traffic to are rewritten.

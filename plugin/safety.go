@@ -172,6 +172,15 @@ func (h holds) holds(plugin, key string) bool {
 	return ok
 }
 
+// all is every held label, for Observed.Held.
+func (h holds) all() map[string]string {
+	out := map[string]string{}
+	for _, labels := range h.labels {
+		maps.Copy(out, labels)
+	}
+	return out
+}
+
 // labelsOf is a copy of the plugin's held labels, never nil.
 func (h holds) labelsOf(plugin string) map[string]string {
 	out := maps.Clone(h.labels[plugin])

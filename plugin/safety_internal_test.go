@@ -231,6 +231,8 @@ func TestHoldDataPlane(t *testing.T) {
 	assert.True(t, h.holds("mesh", "mode"))
 	assert.Equal(t, map[string]string{"mode": "on"}, h.labelsOf("mesh"))
 	assert.Equal(t, map[Ref]bool{ztRef: true}, h.refs)
+	assert.Equal(t, map[string]string{"mode": "on"}, h.all())
+	assert.Equal(t, map[string]string{}, holds{}.all())
 	assert.Equal(t, []string{"keeps mode=on and the objects it requires until no pod depends on it (restart the pods into the new data plane or delete them); 2 running pod(s) would otherwise be outside every data plane: a, b"}, h.waiting("mesh"))
 	assert.Empty(t, h.waiting("other"))
 	assert.Equal(t, map[string]string{}, h.labelsOf("other"), "never nil: an empty set removes every label")

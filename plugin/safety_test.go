@@ -616,13 +616,26 @@ func TestSidecarSwitchWaitsForPods(t *testing.T) {
 		}
 	}
 
+	// While it stands, the ztunnel policy is still kept intact.
+	pol := m.policy(ztunnelName)
+	pol.Spec.Action = securityv1beta1.AuthorizationPolicy_AUDIT
+	require.NoError(t, m.c.Update(context.Background(), pol, client.FieldOwner("gitops")))
+	require.NoError(t, m.apply().Err())
+	assert.Equal(t, securityv1beta1.AuthorizationPolicy_ALLOW, m.policy(ztunnelName).Spec.Action)
+
 	m.deletePod("app")
+	m.writes = nil
 	m.addPod("app-restarted", map[string]string{"sidecar.istio.io/status": `{"containers":["istio-proxy"]}`})
 	res = m.apply()
 	require.NoError(t, res.Err())
 	assert.Empty(t, res.Waiting())
 	assert.NotContains(t, m.labels(), dataplaneMode)
 	assert.Nil(t, m.policy(ztunnelName))
+	labelsAt := slices.IndexFunc(m.writes, func(w string) bool {
+		return strings.HasPrefix(w, "apply labels") && !strings.Contains(w, dataplaneMode)
+	})
+	policyAt := slices.Index(m.writes, "delete AuthorizationPolicy/"+ztunnelName)
+	assert.True(t, labelsAt >= 0 && labelsAt < policyAt, "the label goes before its policy: %v", m.writes)
 }
 
 func ptrTo[T any](v T) *T { return &v }
