@@ -63,6 +63,11 @@ func TestForeignSpecFields(t *testing.T) {
 			entry("istiod", update, "status", `{"f:status":{"f:conditions":{}}}`),
 			entry("istiod", apply, "status", `{"f:spec":{"f:x":{}}}`),
 		}, map[string][]string{}},
+		{"status writers are not drift next to another writer either", []metav1.ManagedFieldsEntry{
+			entry(mine, apply, "", `{"f:spec":{"f:rules":{}}}`),
+			entry("kfam", update, "", `{"f:spec":{"f:rules":{}}}`),
+			entry("istiod", apply, "status", `{"f:spec":{"f:x":{}}}`),
+		}, map[string][]string{}},
 		{"metadata only, unreadable or empty entries", []metav1.ManagedFieldsEntry{
 			entry(mine, apply, "", `{"f:spec":{"f:rules":{}}}`),
 			entry("labeller", update, "", `{"f:metadata":{"f:labels":{"f:x":{}}}}`),
