@@ -62,11 +62,7 @@ func foreignSpecFields(obj client.Object, pluginName string) map[string][]string
 				out[manager] = append(out[manager], p)
 			}
 		}
-		if len(out[manager]) > 0 {
-			sort.Strings(out[manager])
-		} else {
-			delete(out, manager)
-		}
+		sort.Strings(out[manager])
 	}
 	return out
 }
