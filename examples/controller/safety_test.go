@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 )
@@ -120,9 +121,9 @@ func TestRevokeWithARunningPodKeepsAmbientUntilItIsGone(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const ns = "safety-revoke"
-	// The namespace exists before the Profile, so the Profile does not control it and garbage
-	// collection would not take it along.
-	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	// The namespace exists before the Profile (handed over by its owner annotation), so the Profile
+	// does not control it and garbage collection would not take it along.
+	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: map[string]string{plugin.OwnerAnnotation: "rupert@example.com"}}}))
 	require.NoError(t, c.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}))
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "notebook", Namespace: ns},
