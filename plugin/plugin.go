@@ -16,7 +16,9 @@ type Plugin interface {
 	Name() string
 	// Kinds lists, as empty lists (such as &gatewayv1.GatewayList{}), every object type the plugin
 	// may emit in any configuration, so the runner can find and prune objects from an earlier
-	// configuration even when the plugin now emits none of that type.
+	// configuration even when the plugin now emits none of that type. A kind the plugin only
+	// reads is listed as a metav1.PartialObjectMetadataList: the runner observes it as metadata
+	// and never prunes it.
 	Kinds() []client.ObjectList
 	// Generate returns what the plugin wants for t. It must be deterministic and must not call
 	// the API server: everything it may depend on is in t.

@@ -647,6 +647,11 @@ func (r *Runner) prune(ctx context.Context, p *planned, obs Observed, keep map[R
 		if !IsManagedBy(cur.GetLabels(), p.plugin.Name()) {
 			continue
 		}
+		// A kind listed as metadata only is read, never written (authz reads kfam's RoleBindings
+		// so): whoever labelled such an object as the plugin's cannot make the runner delete it.
+		if _, readOnly := cur.(*metav1.PartialObjectMetadata); readOnly {
+			continue
+		}
 		ref := refOf(cur)
 		if want[ref] || keep[ref] {
 			continue

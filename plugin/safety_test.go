@@ -16,6 +16,7 @@ import (
 	typev1beta1 "istio.io/api/type/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -759,4 +760,19 @@ func TestAdoptionRestoredButNotReowned(t *testing.T) {
 	assert.True(t, plugin.IsManagedBy(got.Labels, "authz"))
 	assert.NotEmpty(t, got.Spec.TargetRefs, "the desired spec")
 	enrolled(t, m.labels())
+}
+
+// The authz plugin only reads RoleBindings: one labelled as the plugin's by someone else is not
+// pruned, though every other object so labelled and unwanted would be.
+func TestReadOnlyKindsAreNeverPruned(t *testing.T) {
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "namespaceAdmin", Namespace: ns, Labels: map[string]string{
+			plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: "authz"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "kubeflow-admin"},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: "alice@example.com"}},
+	}
+	m := newMesh(t, rb)
+	require.NoError(t, m.apply().Err())
+	require.NoError(t, m.c.Get(context.Background(), client.ObjectKeyFromObject(rb), &rbacv1.RoleBinding{}))
+	assert.NotContains(t, m.writes, "delete RoleBinding/namespaceAdmin")
 }
