@@ -120,15 +120,18 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 
 	// Phase 0: withdraw enrolment labels that are going away or changing, before the objects
 	// they send traffic to are rewritten.
+	withdrawn := true
 	for _, p := range plans {
-		if !p.failed {
-			r.withdrawEnrolment(ctx, p, ns, held)
+		if !p.failed && !r.withdrawEnrolment(ctx, p, ns, held) {
+			withdrawn = false
 		}
 	}
-	// Phase 1: objects. Policies must exist before any label enrols the namespace.
+	// Phase 1: objects. Policies must exist before any label enrols the namespace. When a
+	// withdrawal failed, the label still routes traffic to what the objects are now, so no existing
+	// object is rewritten (and, below, none is pruned) until a later call has withdrawn it.
 	for _, p := range plans {
 		if !p.failed {
-			r.applyObjects(ctx, p, obs)
+			r.applyObjects(ctx, p, obs, withdrawn)
 		}
 	}
 	// Phase 2: labels, each gated on the protection it requires.
@@ -140,7 +143,7 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 	}
 	// Phase 3: prune what plugins made earlier and want no more; protection comes down last.
 	for _, p := range plans {
-		if !p.failed {
+		if !p.failed && withdrawn {
 			r.prune(ctx, p, obs, held.refs)
 		}
 	}
@@ -169,12 +172,20 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 	}
 	held := holdDataPlane(r.Plugins, ns, obs.Pods)
 	leaving := ns.DeletionTimestamp != nil || controlledBy(ns, profile)
+	unlabelled := true
 	for i, p := range r.Plugins {
 		pl := &planned{plugin: p, res: &res.Plugins[i]}
-		r.applyLabels(ctx, pl, ns, held.labelsOf(p.Name()))
+		if !r.applyLabels(ctx, pl, ns, held.labelsOf(p.Name())) {
+			unlabelled = false
+		}
 		if !leaving {
 			pl.res.Waiting = append(pl.res.Waiting, held.waiting(p.Name())...)
 		}
+	}
+	// A label that could not be taken off still routes traffic to the objects: they stay until a
+	// later call has removed it.
+	if !unlabelled {
+		return res
 	}
 	for i, p := range r.Plugins {
 		r.prune(ctx, &planned{plugin: p, res: &res.Plugins[i]}, obs, held.refs)
@@ -429,15 +440,37 @@ func findObserved(obs Observed, gvk schema.GroupVersionKind, name string) client
 	return nil
 }
 
-func (r *Runner) applyObjects(ctx context.Context, p *planned, obs Observed) {
+// applyObjects writes the plugin's objects. With rewrite false (a withdrawal failed) it only
+// creates missing ones: an object that exists stays as it is and counts as what it is.
+func (r *Runner) applyObjects(ctx context.Context, p *planned, obs Observed, rewrite bool) {
 	adopt := map[Ref]bool{}
 	for _, ref := range p.desired.Adopt {
 		adopt[ref] = true
 	}
 	for i := range p.objects {
 		ao := &p.objects[i]
-		ao.broken = r.applyObject(ctx, p, ao, findObserved(obs, ao.gvk, ao.ref.Name), adopt[ao.ref])
+		cur := findObserved(obs, ao.gvk, ao.ref.Name)
+		if cur != nil && !rewrite {
+			ao.broken = asItIs(cur, p.plugin.Name())
+			if body, err := withHash(ao.data); err != nil || !matches(cur, body) || ao.broken != "" {
+				p.res.Waiting = append(p.res.Waiting, fmt.Sprintf("%s is left as it is until the enrolment labels that route to it are withdrawn", ao.ref))
+			}
+			continue
+		}
+		ao.broken = r.applyObject(ctx, p, ao, cur, adopt[ao.ref])
 	}
+}
+
+// asItIs says why an observed object that is not written in this call does not protect ("" when
+// it does): it protects while it carries the plugin's labels and no other writer's spec fields.
+func asItIs(cur client.Object, plugin string) string {
+	if !IsManagedBy(cur.GetLabels(), plugin) {
+		return "exists and was made by " + (&ConflictError{ManagedBy: managedBy(cur.GetLabels())}).who()
+	}
+	if f := foreignSpecFields(cur, plugin); len(f) > 0 {
+		return "was changed by another writer (" + describeForeign(f) + ")"
+	}
+	return ""
 }
 
 // applyObject writes one object if it is not as desired, and says why it does not protect after
@@ -569,13 +602,14 @@ func managedBy(labels map[string]string) string {
 
 // withdrawEnrolment removes the plugin's enrolment labels whose value is about to change or
 // which it no longer wants, keeping every other label it owns as it is.
-func (r *Runner) withdrawEnrolment(ctx context.Context, p *planned, ns *corev1.Namespace, held holds) {
+// It reports false when a withdrawal failed: the label then still routes traffic.
+func (r *Runner) withdrawEnrolment(ctx context.Context, p *planned, ns *corev1.Namespace, held holds) bool {
 	if len(p.desired.Enrolment) == 0 {
-		return
+		return true
 	}
 	owned, err := ownedLabelKeys(ns, FieldManager(p.plugin.Name()))
 	if err != nil {
-		return // applyLabels reports it
+		return true // applyLabels reports it, and writes no label
 	}
 	keep := map[string]string{}
 	withdraw := false
@@ -589,24 +623,28 @@ func (r *Runner) withdrawEnrolment(ctx context.Context, p *planned, ns *corev1.N
 			withdraw = true
 		}
 	}
-	if withdraw {
-		r.applyLabels(ctx, p, ns, keep)
-		// Later phases compare against the namespace as it is now. A cache may still show the
-		// old labels; then phase 2 writes once more, which converges to the same state.
-		if fresh := (&corev1.Namespace{}); r.reader().Get(ctx, client.ObjectKeyFromObject(ns), fresh) == nil {
-			*ns = *fresh
-		}
+	if !withdraw {
+		return true
 	}
+	if !r.applyLabels(ctx, p, ns, keep) {
+		return false
+	}
+	// Later phases compare against the namespace as it is now. A cache may still show the
+	// old labels; then phase 2 writes once more, which converges to the same state.
+	if fresh := (&corev1.Namespace{}); r.reader().Get(ctx, client.ObjectKeyFromObject(ns), fresh) == nil {
+		*ns = *fresh
+	}
+	return true
 }
 
 // applyLabels makes the plugin's field manager own exactly labels on the namespace, and writes
-// only when that differs from what it owns now.
-func (r *Runner) applyLabels(ctx context.Context, p *planned, ns *corev1.Namespace, labels map[string]string) {
+// only when that differs from what it owns now. It reports whether the labels are as asked.
+func (r *Runner) applyLabels(ctx context.Context, p *planned, ns *corev1.Namespace, labels map[string]string) bool {
 	manager := FieldManager(p.plugin.Name())
 	owned, err := ownedLabelKeys(ns, manager)
 	if err != nil {
 		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: namespace %s: %w", p.plugin.Name(), ns.Name, err))
-		return
+		return false
 	}
 	var set, removed []string
 	for k, v := range labels {
@@ -620,7 +658,7 @@ func (r *Runner) applyLabels(ctx context.Context, p *planned, ns *corev1.Namespa
 		}
 	}
 	if len(set) == 0 && len(removed) == 0 {
-		return
+		return true
 	}
 	sort.Strings(set)
 	sort.Strings(removed)
@@ -630,10 +668,11 @@ func (r *Runner) applyLabels(ctx context.Context, p *planned, ns *corev1.Namespa
 	p.res.Warnings = append(p.res.Warnings, warnings()...)
 	if err != nil {
 		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: applying labels of namespace %s: %w", p.plugin.Name(), ns.Name, err))
-		return
+		return false
 	}
 	p.res.LabelsSet = append(p.res.LabelsSet, set...)
 	p.res.LabelsRemoved = append(p.res.LabelsRemoved, removed...)
+	return true
 }
 
 // prune deletes the plugin's observed objects that it no longer wants, except those that a held

@@ -36,14 +36,9 @@ func protection(plans []*planned, obs Observed) protections {
 			continue
 		}
 		for _, cur := range obs.Objects {
-			if !IsManagedBy(cur.GetLabels(), p.plugin.Name()) {
-				continue
+			if IsManagedBy(cur.GetLabels(), p.plugin.Name()) {
+				pr.why[refOf(cur)] = asItIs(cur, p.plugin.Name())
 			}
-			why := ""
-			if f := foreignSpecFields(cur, p.plugin.Name()); len(f) > 0 {
-				why = "was changed by another writer (" + describeForeign(f) + ")"
-			}
-			pr.why[refOf(cur)] = why
 		}
 	}
 	return pr
