@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"google.golang.org/protobuf/proto"
 	"istio.io/api/label"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -65,6 +66,11 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	if err != nil {
 		return plugin.Desired{}, err
 	}
+	if cfg.Mesh.Mode == config.ModeAmbient && !ownerPolicyMayMoveToWaypoint(cfg, t) {
+		owner.Spec.TargetRefs = nil
+		d.Waiting = append(d.Waiting, fmt.Sprintf("AuthorizationPolicy %s keeps applying to the namespace's pods, for those that still run a sidecar, "+
+			"until AuthorizationPolicy %s is in place and intact; then it moves to the waypoint", owner.Name, cfg.Authorization.ZtunnelPolicyName))
+	}
 	d.Objects = append([]client.Object{owner}, d.Objects...)
 	if cfg.Authorization.AdoptOwnerPolicy {
 		d.Adopt = append(d.Adopt, plugin.Ref{GroupKind: policyGK, Name: owner.Name})
@@ -89,6 +95,28 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	}
 	d.Errors = append(d.Errors, foreignContributorWildcards(cfg, t.Observed)...)
 	return d, nil
+}
+
+// ownerPolicyMayMoveToWaypoint says whether, in ambient mode, the owner policy may be attached to
+// the waypoint (targetRefs) now. Pods that still run a sidecar ignore policies with targetRefs,
+// and a pod with no ALLOW policy that applies to it admits every caller. So a selector-less owner
+// policy (sidecar mode's, or the profiles controller's that adoptOwnerPolicy takes over) keeps
+// that form until the ztunnel policy, which sidecars enforce too (namespace-wide, no targetRefs)
+// and which admits less, was observed in place and intact: then the move takes nothing away from
+// any pod. Meanwhile the selector-less owner policy is harmless at ztunnel: ztunnel drops ALLOW
+// rules with L7 attributes, which is more restrictive, and its remaining L4 rules (the namespace
+// itself, the Katib controller) admit no one the waypoint would not admit anyway
+// (/work/shared/context/istio-ambient.md, "AuthorizationPolicy in ambient"). No owner policy at
+// all, or one already attached to a waypoint, protects no sidecar pod: it goes (or stays) there
+// at once, so a drifted or deleted ztunnel policy never takes the owner policy off the waypoint.
+func ownerPolicyMayMoveToWaypoint(cfg *config.Config, t plugin.Target) bool {
+	cur, ok := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](t.Observed, cfg.Authorization.OwnerPolicyName)
+	if !ok || len(cur.Spec.TargetRefs) > 0 {
+		return true
+	}
+	z, ok := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](t.Observed, cfg.Authorization.ZtunnelPolicyName)
+	return ok && plugin.IsManagedBy(z.Labels, PluginName) &&
+		proto.Equal(&z.Spec, &ZtunnelPolicy(cfg, t.Namespace).Spec)
 }
 
 // foreignContributorWildcards reports contributor policies that kfam (or anyone but this plugin)

@@ -121,6 +121,9 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	if m.Revision != "" {
 		d.Labels[label.IoIstioRev.Name] = m.Revision
 	}
+	if injecting(t.Observed.Labels) && t.Observed.Labels[label.IoIstioDataplaneMode.Name] != ambientMode {
+		p.keepInjection(t, &d)
+	}
 
 	if ready, why := Ready(t.Observed, gw); ready {
 		gwRef := plugin.Ref{GroupKind: gatewayGK, Name: gw.Name}
@@ -145,6 +148,30 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 			len(pods), SidecarContainer, t.Namespace, strings.Join(pods, ", ")))
 	}
 	return d
+}
+
+// injecting says whether the namespace labels turn sidecar injection on: istio-injection=enabled,
+// or istio.io/rev without istio-injection (which would take precedence).
+func injecting(labels map[string]string) bool {
+	v, set := labels[InjectionLabel]
+	return v == "enabled" || (!set && labels[label.IoIstioRev.Name] != "")
+}
+
+// keepInjection keeps sidecar injection on while a sidecar namespace is not yet enrolled in
+// ambient: istio-injection=disabled without istio.io/dataplane-mode=ambient would start every new
+// pod outside every data plane, and ambient enrolment may be withheld (the ztunnel policy is
+// missing, broken or not the plugin's). This mirrors the runner's data-plane hold for the way back
+// (plugin.DataPlane). It follows Istio's own migration order ("Enable ambient mode" on istio.io):
+// dataplane-mode=ambient first while injection is still on (the sidecar takes precedence over
+// ztunnel for pods that have both), injection off only once the namespace is observed in ambient.
+func (p *Plugin) keepInjection(t plugin.Target, d *plugin.Desired) {
+	if p.cfg.Mesh.Revision == "" {
+		d.Labels[InjectionLabel] = "enabled"
+	} else {
+		delete(d.Labels, InjectionLabel)
+	}
+	d.Waiting = append(d.Waiting, fmt.Sprintf("keeps sidecar injection on until namespace %s is labelled %s=%s, so that no new pod starts outside every data plane",
+		t.Namespace, label.IoIstioDataplaneMode.Name, ambientMode))
 }
 
 var (

@@ -180,12 +180,19 @@ func TestEndToEnd(t *testing.T) {
 	h.reconcile(ns)
 	assert.Equal(t, before, h.env.Requests.Writes(), "sidecar steady state writes nothing")
 
-	// And back to ambient: it converges again, through the same waiting state.
+	// And back to ambient: it converges again, through the same waiting state. Injection and the
+	// owner policy on the pods stay until the namespace is observed in ambient with its ztunnel policy.
 	h.configure(config.ModeAmbient)
 	h.reconcile(ns)
 	labels = h.labels(ns)
 	assert.Equal(t, "ambient", labels["istio.io/dataplane-mode"])
-	assert.Equal(t, "disabled", labels["istio-injection"])
+	assert.Equal(t, "enabled", labels["istio-injection"])
+	require.True(t, h.exists(owner, ns, "ns-owner-access-istio"))
+	assert.Empty(t, owner.Spec.TargetRefs, "still on the pods, for those with a sidecar")
+	h.reconcile(ns)
+	assert.Equal(t, "disabled", h.labels(ns)["istio-injection"])
+	require.True(t, h.exists(owner, ns, "ns-owner-access-istio"))
+	assert.NotEmpty(t, owner.Spec.TargetRefs)
 	assert.NotContains(t, labels, "istio.io/use-waypoint", "a new waypoint starts unprogrammed")
 	h.programWaypoint(ns)
 	h.reconcile(ns)

@@ -106,6 +106,18 @@ func TestFaultInjection(t *testing.T) {
 		require.NoError(t, err)
 		return runner.Apply(context.Background(), profileFor(ns))
 	}
+	// settle applies until nothing changes any more: a step may take more than one call (the
+	// owner policy moves to the waypoint only once the ztunnel policy was observed in place).
+	settle := func(t *testing.T, ns string, mode config.MeshMode) {
+		for range 5 {
+			res := apply(t, h.env.Client, ns, mode)
+			require.NoError(t, res.Err())
+			if !res.Changed() {
+				return
+			}
+		}
+		t.Fatalf("namespace %s does not settle", ns)
+	}
 	// runTo brings a fresh namespace through the steps before i, fault-free.
 	runTo := func(t *testing.T, ns string, i int) {
 		prepareNamespace(t, h.env.Client, ns)
@@ -127,6 +139,7 @@ func TestFaultInjection(t *testing.T) {
 		runTo(t, ref, i)
 		counter := &faulty{k: -1}
 		require.NoError(t, apply(t, counter.client(wc), ref, s.mode).Err())
+		settle(t, ref, s.mode)
 		want := snapshot(t, h.env.Client, ref)
 		require.NotZero(t, counter.seen, "step %q writes something", s.name)
 
@@ -141,6 +154,7 @@ func TestFaultInjection(t *testing.T) {
 			injected++
 
 			require.NoError(t, apply(t, h.env.Client, ns, s.mode).Err(), "step %q: the retry after the %s at write %d", s.name, f.injected, k)
+			settle(t, ns, s.mode)
 			require.Equal(t, want, snapshot(t, h.env.Client, ns), "step %q: state after the %s at write %d and a retry", s.name, f.injected, k)
 		}
 	}
