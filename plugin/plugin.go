@@ -46,6 +46,16 @@ type DataPlane interface {
 	Captured(key, value string, pods []corev1.Pod) []string
 }
 
+// PodProtector is implemented by plugins that know which objects protect running pods whatever
+// the mode and the namespace labels: a selector-less owner policy is the only ALLOW policy of a pod
+// that runs a sidecar, and with no ALLOW policy that pod admits every caller. The runner never
+// prunes such an object while it names a pod (after a switch to mode none, on Revoke) and says
+// what it waits for.
+type PodProtector interface {
+	// ProtectedPods maps objects in obs to the running pods that depend on them.
+	ProtectedPods(obs Observed) map[Ref][]string
+}
+
 // Target is one user namespace as a plugin sees it.
 type Target struct {
 	// Namespace is the user namespace; it has the Profile's name.

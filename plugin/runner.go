@@ -113,7 +113,7 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 		res.Errors = append(res.Errors, err)
 		return res
 	}
-	held := holdDataPlane(r.Plugins, ns, obs.Pods)
+	held := holdDataPlane(r.Plugins, ns, obs)
 	obs.Held = held.all()
 	target := Target{Namespace: profile.Name, Owner: profile.Spec.Owner.Name, Profile: profile, Observed: obs}
 	plans := plan(r.Client.Scheme(), r.Plugins, res, target)
@@ -144,7 +144,7 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 	// Phase 3: prune what plugins made earlier and want no more; protection comes down last.
 	for _, p := range plans {
 		if !p.failed && withdrawn {
-			r.prune(ctx, p, obs, held.refs)
+			r.prune(ctx, p, obs, held, true)
 		}
 	}
 	return res
@@ -170,7 +170,7 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 		res.Errors = append(res.Errors, err)
 		return res
 	}
-	held := holdDataPlane(r.Plugins, ns, obs.Pods)
+	held := holdDataPlane(r.Plugins, ns, obs)
 	leaving := ns.DeletionTimestamp != nil || controlledBy(ns, profile)
 	unlabelled := true
 	for i, p := range r.Plugins {
@@ -188,7 +188,7 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 		return res
 	}
 	for i, p := range r.Plugins {
-		r.prune(ctx, &planned{plugin: p, res: &res.Plugins[i]}, obs, held.refs)
+		r.prune(ctx, &planned{plugin: p, res: &res.Plugins[i]}, obs, held, !leaving)
 	}
 	return res
 }
@@ -676,8 +676,8 @@ func (r *Runner) applyLabels(ctx context.Context, p *planned, ns *corev1.Namespa
 }
 
 // prune deletes the plugin's observed objects that it no longer wants, except those that a held
-// data-plane label requires.
-func (r *Runner) prune(ctx context.Context, p *planned, obs Observed, keep map[Ref]bool) {
+// data-plane label requires or running pods depend on; with wait, it says what those wait for.
+func (r *Runner) prune(ctx context.Context, p *planned, obs Observed, held holds, wait bool) {
 	want := map[Ref]bool{}
 	for _, o := range p.objects {
 		want[o.ref] = true
@@ -692,7 +692,13 @@ func (r *Runner) prune(ctx context.Context, p *planned, obs Observed, keep map[R
 			continue
 		}
 		ref := refOf(cur)
-		if want[ref] || keep[ref] {
+		if want[ref] {
+			continue
+		}
+		if held.refs[ref] {
+			if why := held.keeping(ref); why != "" && wait {
+				p.res.Waiting = append(p.res.Waiting, why)
+			}
 			continue
 		}
 		uid := cur.GetUID()

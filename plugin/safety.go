@@ -124,12 +124,28 @@ type holds struct {
 	labels map[string]map[string]string   // plugin -> label key -> value kept
 	pods   map[string]map[string][]string // plugin -> label key -> captured pods
 	refs   map[Ref]bool                   // objects a held label requires: never pruned
+	// protected are objects running pods depend on whatever the labels say (PodProtector):
+	// never pruned either, and their pods are named while they wait.
+	protected map[Ref][]string
 }
 
 // holdDataPlane finds, for each DataPlane plugin, the data-plane labels its field manager owns on
-// ns that capture running pods.
-func holdDataPlane(plugins []Plugin, ns *corev1.Namespace, pods []corev1.Pod) holds {
-	h := holds{labels: map[string]map[string]string{}, pods: map[string]map[string][]string{}, refs: map[Ref]bool{}}
+// ns that capture running pods, and, for each PodProtector, the objects running pods depend on.
+func holdDataPlane(plugins []Plugin, ns *corev1.Namespace, obs Observed) holds {
+	pods := obs.Pods
+	h := holds{labels: map[string]map[string]string{}, pods: map[string]map[string][]string{}, refs: map[Ref]bool{}, protected: map[Ref][]string{}}
+	for _, p := range plugins {
+		pp, ok := p.(PodProtector)
+		if !ok {
+			continue
+		}
+		for ref, names := range pp.ProtectedPods(obs) {
+			if len(names) > 0 {
+				h.refs[ref] = true
+				h.protected[ref] = slices.Sorted(slices.Values(names))
+			}
+		}
+	}
 	for _, p := range plugins {
 		dp, ok := p.(DataPlane)
 		if !ok {
@@ -193,6 +209,16 @@ func (h holds) reason(plugin, key string) string {
 func (h holds) waitingFor(plugin, key string) string {
 	return fmt.Sprintf("keeps %s=%s and the objects it requires until no pod depends on it (restart the pods into the new data plane or delete them); %s",
 		key, h.labels[plugin][key], h.reason(plugin, key))
+}
+
+// keeping says why an object the plugin no longer wants is not pruned ("" when no pod depends on it).
+func (h holds) keeping(ref Ref) string {
+	pods := h.protected[ref]
+	if len(pods) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("keeps %s until no running pod depends on it (restart the pods into the new data plane or delete them); %d running pod(s) would otherwise have no ALLOW policy and admit every caller: %s",
+		ref, len(pods), strings.Join(pods, ", "))
 }
 
 // waiting lists a waiting reason for every label held for the plugin.

@@ -232,7 +232,7 @@ func TestHoldDataPlane(t *testing.T) {
 	mine := FieldManager("mesh")
 	plain := &testPluginInternal{name: "other"}
 
-	h := holdDataPlane([]Plugin{plain, dp}, labelled(map[string]string{"mode": "on"}, mine, "mode"), pods("b", "a", "free"))
+	h := holdDataPlane([]Plugin{plain, dp}, labelled(map[string]string{"mode": "on"}, mine, "mode"), Observed{Pods: pods("b", "a", "free")})
 	assert.True(t, h.holds("mesh", "mode"))
 	assert.Equal(t, map[string]string{"mode": "on"}, h.labelsOf("mesh"))
 	assert.Equal(t, map[Ref]bool{ztRef: true}, h.refs)
@@ -247,13 +247,13 @@ func TestHoldDataPlane(t *testing.T) {
 		"owned but absent":              labelled(map[string]string{}, mine, "mode"),
 		"a value that captures nothing": labelled(map[string]string{"mode": "off"}, mine, "mode"),
 	} {
-		h := holdDataPlane([]Plugin{dp}, ns, pods("a"))
+		h := holdDataPlane([]Plugin{dp}, ns, Observed{Pods: pods("a")})
 		assert.False(t, h.holds("mesh", "mode"), name)
 		assert.Empty(t, h.refs, name)
 	}
-	h = holdDataPlane([]Plugin{dp}, labelled(map[string]string{"mode": "on"}, mine, "mode"), pods("free"))
+	h = holdDataPlane([]Plugin{dp}, labelled(map[string]string{"mode": "on"}, mine, "mode"), Observed{Pods: pods("free")})
 	assert.False(t, h.holds("mesh", "mode"), "no captured pod")
-	h = holdDataPlane([]Plugin{dp}, labelled(map[string]string{"mode": "on"}, mine, "mode"), nil)
+	h = holdDataPlane([]Plugin{dp}, labelled(map[string]string{"mode": "on"}, mine, "mode"), Observed{})
 	assert.False(t, h.holds("mesh", "mode"), "no pod at all")
 }
 
@@ -291,7 +291,7 @@ func TestDecideLabels(t *testing.T) {
 	assert.Empty(t, p.res.Warnings, "our own label comes off: nothing to warn about")
 
 	// Held for pods: kept, with a warning, only with the value it has.
-	held := holdDataPlane([]Plugin{dataPlanePlugin{name: "mesh"}}, labelled(map[string]string{"mode": "on"}, mine, "mode"), pods("a"))
+	held := holdDataPlane([]Plugin{dataPlanePlugin{name: "mesh"}}, labelled(map[string]string{"mode": "on"}, mine, "mode"), Observed{Pods: pods("a")})
 	p = newPlan()
 	got = decideLabels(p, labelled(map[string]string{"mode": "on"}, mine, "mode"), broken, held)
 	assert.Equal(t, "on", got["mode"])

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
 
@@ -291,4 +292,64 @@ func TestSidecarToAmbientWithARevisionKeepsInjection(t *testing.T) {
 	require.NoError(t, m.apply().Err())
 	assert.Equal(t, "disabled", m.labels()[injection])
 	assert.Equal(t, "ambient", m.labels()[dataplaneMode])
+}
+
+// FINDING (fail-open, careless admin: sidecar -> none). mesh.mode none is documented as "manage
+// no mesh objects or labels", but the runner prunes the owner policy (and contributor policies)
+// it made: the injected pods that keep running with their sidecars then have no ALLOW policy and
+// allow every caller. (The ambient data-plane label is held while pods need it; nothing holds the
+// policy that protects sidecar pods.) Suggested fix: in mode none leave the plugin's objects and
+// labels as they are (stop managing, do not revoke), or hold the owner policy while pods with a
+// sidecar run, as the ztunnel policy is held for ambient pods; document what none does.
+func TestSwitchToModeNoneKeepsTheOwnerPolicyWhileSidecarsRun(t *testing.T) {
+	m := newMesh(t)
+	m.sidecarSteadyState()
+	m.configure(config.ModeNone)
+	res := m.apply()
+	require.NoError(t, res.Err())
+	ok, seen := m.sidecarPodsCovered()
+	assert.True(t, ok, "the injected pod still runs but no ALLOW policy applies to it any more (policies %v, writes %v)", seen, m.writes)
+}
+
+// FINDING (fail-open, asymmetric hold; Profile deletion of an annotation-owned namespace). Revoke
+// keeps the ztunnel policy while ambient pods run ("only once no running pod would be left outside
+// every data plane"), but in sidecar mode it deletes the owner policy at once although the injected
+// pods keep running in a namespace that stays (the Profile does not control it): each of them is
+// then without any ALLOW policy and admits every mesh caller. Suggested fix: hold the owner policy
+// (selector-less) in Revoke, as the ztunnel policy is held, while pods with a sidecar run in a
+// namespace that is not being deleted, and say so in Waiting.
+func TestRevokeKeepsTheOwnerPolicyWhileSidecarsRun(t *testing.T) {
+	m := newMesh(t)
+	m.sidecarSteadyState()
+	res := m.runner.Revoke(context.Background(), testProfile())
+	require.NoError(t, res.Err())
+	ok, seen := m.sidecarPodsCovered()
+	assert.True(t, ok, "the injected pod still runs in the namespace, which stays, but no ALLOW policy applies to it (policies %v, writes %v, waiting %v)", seen, m.writes, res.Waiting())
+}
+
+// The owner policy held for sidecar pods says what it waits for, and goes once they are gone.
+func TestOwnerPolicyHeldForSidecarsGoesWithThem(t *testing.T) {
+	for name, act := range map[string]func(m *mesh) *plugin.Result{
+		"mode none": func(m *mesh) *plugin.Result { m.configure(config.ModeNone); return m.apply() },
+		"revoke":    func(m *mesh) *plugin.Result { return m.runner.Revoke(context.Background(), testProfile()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := newMesh(t)
+			m.sidecarSteadyState()
+			res := act(m)
+			require.NoError(t, res.Err())
+			assert.Contains(t, strings.Join(res.Waiting(), "\n"),
+				"keeps AuthorizationPolicy.security.istio.io/"+ownerName+" until no running pod depends on it (restart the pods into the new data plane or delete them); 1 running pod(s) would otherwise have no ALLOW policy and admit every caller: app")
+			assert.Positive(t, res.RequeueAfter())
+			m.writes = nil
+			require.NoError(t, act(m).Err())
+			assert.Empty(t, m.writes, "waiting writes nothing")
+
+			m.deletePod("app")
+			res = act(m)
+			require.NoError(t, res.Err())
+			assert.Empty(t, res.Waiting())
+			assert.Nil(t, m.policy(ownerName))
+		})
+	}
 }

@@ -50,9 +50,10 @@ const seccompPatch = `spec:
 type Plugin struct{ cfg *config.Config }
 
 var (
-	_ plugin.Plugin      = (*Plugin)(nil)
-	_ plugin.PodObserver = (*Plugin)(nil)
-	_ plugin.DataPlane   = (*Plugin)(nil)
+	_ plugin.Plugin       = (*Plugin)(nil)
+	_ plugin.PodObserver  = (*Plugin)(nil)
+	_ plugin.DataPlane    = (*Plugin)(nil)
+	_ plugin.PodProtector = (*Plugin)(nil)
 )
 
 // New returns the plugin for a validated configuration.
@@ -303,22 +304,44 @@ func hasSidecarStatus(pod corev1.Pod) bool {
 	return ok
 }
 
-// podsWithSidecar names the pods that run Istio's proxy as a container or a native sidecar.
+// podsWithSidecar names the running pods that run Istio's proxy as a container or a native
+// sidecar; pods that are terminating or finished serve nothing.
 func podsWithSidecar(pods []corev1.Pod) []string {
 	var names []string
 	for _, pod := range pods {
-		if pod.DeletionTimestamp != nil {
+		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
-			if c.Name == SidecarContainer {
-				names = append(names, pod.Name)
-				break
-			}
+		if runsSidecar(pod) {
+			names = append(names, pod.Name)
 		}
 	}
 	sort.Strings(names)
 	return names
+}
+
+func runsSidecar(pod corev1.Pod) bool {
+	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if c.Name == SidecarContainer {
+			return true
+		}
+	}
+	return false
+}
+
+// ProtectedPods implements plugin.PodProtector: an owner policy without targetRefs (sidecar form)
+// is what protects the pods that run a sidecar (sidecars ignore policies with targetRefs), so it
+// stays while they run, whatever the mode: after a switch to mode none and on Revoke.
+func (p *Plugin) ProtectedPods(obs plugin.Observed) map[plugin.Ref][]string {
+	owner, ok := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](obs, p.cfg.Authorization.OwnerPolicyName)
+	if !ok || len(owner.Spec.TargetRefs) > 0 || owner.Spec.Selector != nil {
+		return nil
+	}
+	pods := podsWithSidecar(obs.Pods)
+	if len(pods) == 0 {
+		return nil
+	}
+	return map[plugin.Ref][]string{{GroupKind: istioPolicyGK, Name: owner.Name}: pods}
 }
 
 // ProgrammedGateway is the waypoint as it looks once istiod has programmed it: managed labels,
