@@ -120,6 +120,12 @@ type Desired struct {
 	// name the plugin wants (for example the contributor policies kfam wrote before). Any other
 	// foreign object with a wanted name is a ConflictError and is left alone.
 	Adopt []Ref
+	// CreateRequires gates creation: an object listed here is created only once every object it
+	// names protects (exists, carries its plugin's labels and is intact, after the writes of the
+	// plugins and objects before it). An object that already exists is kept up to date as usual.
+	// The waypoint Gateway requires the owner policy so: a waypoint without it would pass every
+	// request a labelled Service sends it.
+	CreateRequires map[Ref][]Ref
 	// Waiting says why the plugin is not yet in its final state (for example "waiting for waypoint
 	// ..."); a non-empty list makes the Result ask for a requeue.
 	Waiting []string

@@ -129,9 +129,10 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 	// Phase 1: objects. Policies must exist before any label enrols the namespace. When a
 	// withdrawal failed, the label still routes traffic to what the objects are now, so no existing
 	// object is rewritten (and, below, none is pruned) until a later call has withdrawn it.
+	sofar := protections{why: map[Ref]string{}, obs: obs}
 	for _, p := range plans {
 		if !p.failed {
-			r.applyObjects(ctx, p, obs, withdrawn)
+			r.applyObjects(ctx, p, obs, withdrawn, sofar)
 		}
 	}
 	// Phase 2: labels, each gated on the protection it requires.
@@ -441,24 +442,40 @@ func findObserved(obs Observed, gvk schema.GroupVersionKind, name string) client
 }
 
 // applyObjects writes the plugin's objects. With rewrite false (a withdrawal failed) it only
-// creates missing ones: an object that exists stays as it is and counts as what it is.
-func (r *Runner) applyObjects(ctx context.Context, p *planned, obs Observed, rewrite bool) {
+// creates missing ones: an object that exists stays as it is and counts as what it is. A missing
+// object is created only once what it requires (Desired.CreateRequires) protects; sofar records,
+// object by object, what protects after the writes made so far in this phase.
+func (r *Runner) applyObjects(ctx context.Context, p *planned, obs Observed, rewrite bool, sofar protections) {
 	adopt := map[Ref]bool{}
 	for _, ref := range p.desired.Adopt {
 		adopt[ref] = true
 	}
 	for i := range p.objects {
 		ao := &p.objects[i]
-		cur := findObserved(obs, ao.gvk, ao.ref.Name)
-		if cur != nil && !rewrite {
-			ao.broken = asItIs(cur, p.plugin.Name())
-			if body, err := withHash(ao.data); err != nil || !matches(cur, body) || ao.broken != "" {
-				p.res.Waiting = append(p.res.Waiting, fmt.Sprintf("%s is left as it is until the enrolment labels that route to it are withdrawn", ao.ref))
-			}
-			continue
-		}
-		ao.broken = r.applyObject(ctx, p, ao, cur, adopt[ao.ref])
+		ao.broken = r.applyOne(ctx, p, ao, obs, rewrite, adopt[ao.ref], sofar)
+		sofar.why[ao.ref] = ao.broken
 	}
+}
+
+// applyOne decides whether one object is written now, and says why it does not protect after
+// that ("" when it does).
+func (r *Runner) applyOne(ctx context.Context, p *planned, ao *applyObject, obs Observed, rewrite, adoptable bool, sofar protections) string {
+	cur := findObserved(obs, ao.gvk, ao.ref.Name)
+	if cur == nil {
+		if gaps := sofar.gapsSoFar(p.desired.CreateRequires[ao.ref]); len(gaps) > 0 {
+			p.res.Waiting = append(p.res.Waiting, fmt.Sprintf("%s is not created until %s", ao.ref, strings.Join(gaps, ", ")))
+			return "is not created yet"
+		}
+		return r.applyObject(ctx, p, ao, cur, adoptable)
+	}
+	if !rewrite {
+		broken := asItIs(cur, p.plugin.Name())
+		if body, err := withHash(ao.data); err != nil || !matches(cur, body) || broken != "" {
+			p.res.Waiting = append(p.res.Waiting, fmt.Sprintf("%s is left as it is until the enrolment labels that route to it are withdrawn", ao.ref))
+		}
+		return broken
+	}
+	return r.applyObject(ctx, p, ao, cur, adoptable)
 }
 
 // asItIs says why an observed object that is not written in this call does not protect ("" when

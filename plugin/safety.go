@@ -59,6 +59,24 @@ func (pr protections) gaps(refs []Ref) []string {
 	return out
 }
 
+// gapsSoFar is gaps during phase 1: an object not written yet in this call counts as observed.
+func (pr protections) gapsSoFar(refs []Ref) []string {
+	var out []string
+	for _, ref := range refs {
+		why, known := pr.why[ref]
+		if !known {
+			why = "does not exist"
+			if cur := findObservedRef(pr.obs, ref); cur != nil {
+				why = asItIs(cur, cur.GetLabels()[PluginLabel])
+			}
+		}
+		if why != "" {
+			out = append(out, ref.String()+" "+why)
+		}
+	}
+	return out
+}
+
 // unwanted says why an object that no plugin generated in this run does not protect.
 func (pr protections) unwanted(ref Ref) string {
 	cur := findObservedRef(pr.obs, ref)

@@ -264,7 +264,6 @@ func TestLegacyOwnerPolicyBlocksUseWaypoint(t *testing.T) {
 	}
 	m := newMesh(t, legacy)
 	require.Error(t, m.apply().Err())
-	m.program()
 	res := m.apply()
 	var conflict *plugin.ConflictError
 	require.ErrorAs(t, res.Err(), &conflict)
@@ -272,7 +271,9 @@ func TestLegacyOwnerPolicyBlocksUseWaypoint(t *testing.T) {
 	assert.Equal(t, "ambient", labels[dataplaneMode], "the ztunnel policy protects, so the namespace is enrolled")
 	assert.NotContains(t, labels, useWaypoint)
 	assert.NotContains(t, labels, ingressUseWaypoint)
-	assert.Contains(t, res.Waiting(), "waypoint: label "+useWaypoint+" withheld: AuthorizationPolicy.security.istio.io/"+ownerName+" exists and was made by another writer")
+	assert.Error(t, m.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "waypoint"}, &gatewayv1.Gateway{}), "no waypoint to route through")
+	assert.Contains(t, res.Waiting(), "waypoint: waiting for waypoint: Gateway "+ns+"/waypoint is not made until AuthorizationPolicy "+ownerName+
+		", which another writer made, is replaced by the plugin's, so that it never serves without its owner policy")
 }
 
 // The same conflict arising later (someone replaces the plugin's owner policy) withdraws routing.
@@ -726,17 +727,20 @@ func TestFailedAdoptionWithholdsUseWaypoint(t *testing.T) {
 		return nil
 	}
 	require.Error(t, m.apply().Err())
-	m.program()
 	res := m.apply()
 	require.Error(t, res.Err())
 	assert.NotContains(t, m.labels(), useWaypoint)
-	assert.Contains(t, res.Waiting(), "waypoint: label "+useWaypoint+" withheld: AuthorizationPolicy.security.istio.io/"+ownerName+" could not be taken over")
+	assert.Contains(t, res.Waiting(), "waypoint: waiting for waypoint: Gateway "+ns+"/waypoint is not made until AuthorizationPolicy "+ownerName+
+		" is attached to it, so that it never serves without its owner policy")
 	assert.Equal(t, "ambient", m.labels()[dataplaneMode])
 
 	m.fail = nil
 	res = m.apply()
 	require.NoError(t, res.Err())
 	assert.Contains(t, strings.Join(res.Warnings(), "\n"), "adopted AuthorizationPolicy.security.istio.io/"+ownerName)
+	require.NoError(t, m.apply().Err(), "the Gateway is made once the adopted owner policy is attached to it")
+	m.program()
+	require.NoError(t, m.apply().Err())
 	enrolled(t, m.labels())
 }
 

@@ -8,6 +8,7 @@ package plugin_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,8 +17,10 @@ import (
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
@@ -248,7 +251,10 @@ func TestSidecarToAmbientConvergesInOrder(t *testing.T) {
 	require.Len(t, m.policy(ownerName).Spec.TargetRefs, 1)
 	assert.Equal(t, "waypoint", m.policy(ownerName).Spec.TargetRefs[0].Name)
 	assert.Equal(t, "disabled", m.labels()[injection])
+	assert.Nil(t, m.gateway(), "the waypoint is made only once the owner policy is attached to it")
 
+	require.NoError(t, m.apply().Err())
+	require.NotNil(t, m.gateway())
 	m.program()
 	require.NoError(t, m.apply().Err())
 	enrolled(t, m.labels())
@@ -352,4 +358,83 @@ func TestOwnerPolicyHeldForSidecarsGoesWithThem(t *testing.T) {
 			assert.Nil(t, m.policy(ownerName))
 		})
 	}
+}
+
+func (m *mesh) gateway() *gatewayv1.Gateway {
+	m.t.Helper()
+	gw := &gatewayv1.Gateway{}
+	if err := m.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: m.cfg.Mesh.Waypoint.Name}, gw); apierrors.IsNotFound(err) {
+		return nil
+	} else {
+		require.NoError(m.t, err)
+	}
+	return gw
+}
+
+// FINDING (fail-open, conditional: namespace editor + a cluster without the waypoint default-deny
+// of README step 6). While the owner policy is in conflict (the profiles controller's legacy
+// ns-owner-access-istio and adoptOwnerPolicy: false, or any failed adoption), the runner withholds
+// the namespace's use-waypoint label, but still creates the waypoint Gateway, which istiod programs
+// with no policy attached. Namespace editors may label their own Services (and pods)
+// istio.io/use-waypoint=waypoint: their traffic then goes through a waypoint without its own
+// policy, which without the GatewayClass default-deny passes everyone, and the ztunnel policy
+// admits the waypoint. Suggested fix: do not emit the waypoint Gateway (or not its use in the
+// ztunnel policy) until the owner policy that must be attached to it is the plugin's and intact,
+// or emit an allow-nothing policy targeting the waypoint meanwhile; and let NewRunner or the
+// Result check that the cluster-wide default-deny exists.
+func TestNoWaypointWithoutItsOwnerPolicy(t *testing.T) {
+	legacy := &istiosecurityv1.AuthorizationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: ownerName, Namespace: ns, Annotations: map[string]string{"user": "alice@example.com", "role": "admin"}},
+	}
+	m := newMesh(t, legacy)
+	require.Error(t, m.apply().Err(), "the legacy owner policy is a conflict")
+	gw := &gatewayv1.Gateway{}
+	if err := m.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "waypoint"}, gw); err != nil {
+		return // no waypoint: nothing can be routed through it
+	}
+	m.program()
+	list := &istiosecurityv1.AuthorizationPolicyList{}
+	require.NoError(t, m.c.List(context.Background(), list, client.InNamespace(ns)))
+	attached := false
+	for _, p := range list.Items {
+		for _, ref := range p.Spec.TargetRefs {
+			attached = attached || (ref.Kind == "Gateway" && ref.Name == "waypoint")
+		}
+	}
+	assert.True(t, attached, "a waypoint Gateway exists, and istiod programs it, with no policy attached: any Service labelled to use it is open without the cluster-wide default-deny")
+}
+
+// On a fresh namespace the Gateway is created after the owner policy, in the same call, and not
+// at all while creating the owner policy fails.
+func TestWaypointIsCreatedOnlyAfterItsOwnerPolicy(t *testing.T) {
+	m := newMesh(t)
+	m.fail = failPolicyWrites(ownerName)
+	res := m.apply()
+	require.Error(t, res.Err())
+	assert.Nil(t, m.gateway())
+	assert.Contains(t, strings.Join(res.Waiting(), "\n"), "Gateway.gateway.networking.k8s.io/waypoint is not created until AuthorizationPolicy.security.istio.io/"+ownerName+" does not exist")
+	m.fail = nil
+	m.writes = nil
+	require.NoError(t, m.apply().Err())
+	require.NotNil(t, m.gateway())
+	ownerAt := slices.Index(m.writes, "apply AuthorizationPolicy/"+ownerName)
+	gatewayAt := slices.Index(m.writes, "apply Gateway/waypoint")
+	assert.True(t, ownerAt >= 0 && ownerAt < gatewayAt, "owner policy first: %v", m.writes)
+}
+
+// Another writer replaces the owner policy of an enrolled namespace: routing comes off first, then
+// the waypoint goes, so it never serves without its owner policy.
+func TestReplacedOwnerPolicyRemovesTheWaypoint(t *testing.T) {
+	m := newMesh(t)
+	m.enrol()
+	require.NoError(t, m.c.Delete(context.Background(), m.policy(ownerName)))
+	require.NoError(t, m.c.Create(context.Background(), &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownerName, Namespace: ns}}))
+	m.writes = nil
+	require.Error(t, m.apply().Err())
+	assert.NotContains(t, m.labels(), useWaypoint)
+	assert.Nil(t, m.gateway())
+	labelsAt := slices.IndexFunc(m.writes, func(w string) bool { return strings.HasPrefix(w, "apply labels") })
+	gatewayAt := slices.Index(m.writes, "delete Gateway/waypoint")
+	assert.True(t, labelsAt >= 0 && labelsAt < gatewayAt, "routing comes off before the waypoint goes: %v", m.writes)
+	assert.Equal(t, "ambient", m.labels()[dataplaneMode], "the ztunnel policy still closes the namespace")
 }

@@ -107,13 +107,22 @@ func sidecarLabels(revision string) map[string]string {
 func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	m := p.cfg.Mesh
 	gw := Gateway(p.cfg, t.Namespace)
-	d := plugin.Desired{Objects: []client.Object{gw}}
+	gwRef := plugin.Ref{GroupKind: gatewayGK, Name: gw.Name}
+	owner := plugin.Ref{GroupKind: istioPolicyGK, Name: p.cfg.Authorization.OwnerPolicyName}
+	var d plugin.Desired
+	serve, whyNot := p.waypointMayServe(t.Observed, gw)
+	if serve {
+		d.Objects = append(d.Objects, gw)
+		d.CreateRequires = map[plugin.Ref][]plugin.Ref{gwRef: {owner}}
+	} else {
+		d.Waiting = append(d.Waiting, fmt.Sprintf("%s: Gateway %s/%s is not made until %s, so that it never serves without its owner policy",
+			WaitingForWaypoint, t.Namespace, gw.Name, whyNot))
+	}
 	if *m.Waypoint.SeccompPatch {
 		d.Objects = append(d.Objects, SeccompConfigMap(p.cfg, t.Namespace))
 	}
 
 	ztunnel := plugin.Ref{GroupKind: istioPolicyGK, Name: p.cfg.Authorization.ZtunnelPolicyName}
-	owner := plugin.Ref{GroupKind: istioPolicyGK, Name: p.cfg.Authorization.OwnerPolicyName}
 	d.Labels = map[string]string{
 		label.IoIstioDataplaneMode.Name: ambientMode,
 		InjectionLabel:                  "disabled",
@@ -126,8 +135,7 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 		p.keepInjection(t, &d)
 	}
 
-	if ready, why := Ready(t.Observed, gw); ready {
-		gwRef := plugin.Ref{GroupKind: gatewayGK, Name: gw.Name}
+	if ready, why := Ready(t.Observed, gw); ready && serve {
 		d.Labels[label.IoIstioUseWaypoint.Name] = gw.Name
 		// Traffic routed to the waypoint is checked there by the owner policy only; the ztunnel
 		// policy admits the waypoint, so without the owner policy the waypoint would pass anyone.
@@ -137,7 +145,7 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 			d.Labels[label.IoIstioIngressUseWaypoint.Name] = "true"
 			d.LabelRequires[label.IoIstioIngressUseWaypoint.Name] = routed
 		}
-	} else {
+	} else if serve {
 		d.Waiting = append(d.Waiting, fmt.Sprintf(
 			WaitingForWaypoint+": Gateway %s/%s %s; istio.io/use-waypoint stays unset until it is Programmed with an address, "+
 				"and the ztunnel policy keeps the namespace closed meanwhile (check `kubectl -n %s describe gateway %s` and the events of deployment %s, "+
@@ -149,6 +157,36 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 			len(pods), SidecarContainer, t.Namespace, strings.Join(pods, ", ")))
 	}
 	return d
+}
+
+// waypointMayServe says whether the waypoint Gateway is wanted now, and otherwise what it waits
+// for. Istio programs a waypoint as soon as its Gateway exists, and any namespace editor may label
+// a Service (or pod) istio.io/use-waypoint to send traffic through it; the ztunnel policy admits
+// the waypoint, so a waypoint without the owner policy attached would pass every request unless the
+// cluster-wide default-deny exists. So the Gateway is made only when the owner policy is already
+// attached to it, or missing (the authz plugin then makes it in that form, and the runner creates
+// the Gateway only after it, see plugin.Desired.CreateRequires). A Gateway of the plugin's own is
+// kept while the owner policy is the library's (or one authorization.adoptOwnerPolicy takes over),
+// whatever its form (a switch in progress). While another writer holds the owner policy's name
+// and it is not adopted, the Gateway is not wanted at all: it is removed, after the routing labels.
+func (p *Plugin) waypointMayServe(obs plugin.Observed, gw *gatewayv1.Gateway) (bool, string) {
+	name := p.cfg.Authorization.OwnerPolicyName
+	owner, ok := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](obs, name)
+	if !ok {
+		return true, ""
+	}
+	if owner.Labels[plugin.ManagedByLabel] != plugin.ManagedByValue && !p.cfg.Authorization.AdoptOwnerPolicy {
+		return false, fmt.Sprintf("AuthorizationPolicy %s, which another writer made, is replaced by the plugin's", name)
+	}
+	if cur, ok := plugin.Lookup[*gatewayv1.Gateway](obs, gw.Name); ok && plugin.IsManagedBy(cur.Labels, PluginName) {
+		return true, ""
+	}
+	for _, ref := range owner.Spec.TargetRefs {
+		if ref.GetGroup() == gatewayv1.GroupName && ref.GetKind() == "Gateway" && ref.GetName() == gw.Name {
+			return true, ""
+		}
+	}
+	return false, fmt.Sprintf("AuthorizationPolicy %s is attached to it", name)
 }
 
 // injecting says whether the namespace labels turn sidecar injection on: istio-injection=enabled,

@@ -98,6 +98,8 @@ func TestFailClosedInvariant(t *testing.T) {
 	h.reconcile(ns)
 	h.configure(config.ModeAmbient)
 	h.reconcile(ns)
+	h.reconcile(ns) // the owner policy moves to the waypoint
+	h.reconcile(ns) // the waypoint is made for it
 	h.programWaypoint(ns)
 	h.reconcile(ns)
 	require.NoError(t, h.env.Client.Delete(context.Background(), h.profile(ns)))
