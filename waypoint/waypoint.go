@@ -151,6 +151,12 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 				"and the ztunnel policy keeps the namespace closed meanwhile (check `kubectl -n %s describe gateway %s` and the events of deployment %s, "+
 				"where a pod refused by Pod Security shows)", t.Namespace, gw.Name, why, t.Namespace, gw.Name, gw.Name))
 	}
+	if pods := optedOut(t.Observed.Pods, gw.Name); len(pods) > 0 {
+		d.Warnings = append(d.Warnings, fmt.Sprintf(
+			"%d pod(s) run outside every data plane, reachable in plaintext by anyone and under no policy: Istio's CNI agent skips a pod labelled %s=%s "+
+				"or annotated %s without an %s container (forbid both in user namespaces with an admission policy): %s",
+			len(pods), label.IoIstioDataplaneMode.Name, noneMode, annotation.SidecarStatus.Name, SidecarContainer, strings.Join(pods, ", ")))
+	}
 	if pods := podsWithSidecar(t.Observed.Pods); len(pods) > 0 {
 		d.Warnings = append(d.Warnings, fmt.Sprintf(
 			"%d pod(s) still run an %s sidecar and join ambient only when restarted (for example `kubectl -n %s rollout restart deployment`): %s",
@@ -323,6 +329,26 @@ func (p *Plugin) Captured(key, value string, pods []corev1.Pod) []string {
 		case pod.Spec.HostNetwork, pod.Labels[label.IoIstioDataplaneMode.Name] == noneMode:
 		case hasSidecarStatus(pod):
 		default:
+			names = append(names, pod.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// optedOut names the running pods that Istio's CNI agent leaves out of ambient although they have
+// no proxy of their own: labelled dataplane-mode=none, or carrying the injector's status annotation
+// without an istio-proxy container (istio/istio cni/pkg/util/podutil.go, PodRedirectionEnabled
+// and podHasSidecar). Namespace editors can set both on their pods. The waypoint's own pods run
+// with dataplane-mode=none by design; they are told apart by istiod's gateway-name label and the
+// waypoint's service account, which istiod names like the Gateway for class istio-waypoint.
+func optedOut(pods []corev1.Pod, waypoint string) []string {
+	var names []string
+	for _, pod := range pods {
+		switch {
+		case pod.DeletionTimestamp != nil, pod.Status.Phase == corev1.PodSucceeded, pod.Status.Phase == corev1.PodFailed, pod.Spec.HostNetwork:
+		case pod.Labels[label.IoK8sNetworkingGatewayGatewayName.Name] == waypoint && pod.Spec.ServiceAccountName == waypoint:
+		case pod.Labels[label.IoIstioDataplaneMode.Name] == noneMode, hasSidecarStatus(pod) && !runsSidecar(pod):
 			names = append(names, pod.Name)
 		}
 	}
