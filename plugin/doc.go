@@ -31,6 +31,22 @@
 // stands, or an unrelated object is in conflict. Data-plane labels ([DataPlane]) go last of all:
 // removing one while pods it captures run would leave them outside every data plane, so it stays,
 // with the objects it requires, until they are gone, and the runner says what it waits for.
+// Objects that running pods depend on whatever the labels say ([PodProtector]: the selector-less
+// owner policy of pods that run a sidecar) are not pruned either while those pods run, after a
+// switch to mode none or on Revoke. An object may also require others to be created
+// ([Desired.CreateRequires]): the waypoint Gateway is created only once the owner policy protects,
+// so a waypoint never serves without its policy.
+//
+// # Transitions: one data plane stays until the next one is in place
+//
+// A switch between data planes never leaves a pod, running or new, in none, nor without an ALLOW
+// policy. From sidecar to ambient the plugins move one step per reconcile, each requeued by
+// Waiting: the ztunnel policy and istio.io/dataplane-mode=ambient first, with sidecar injection
+// still on (a pod with both runs its sidecar) and the owner policy still applying to the pods;
+// once the ztunnel policy is observed in place, the owner policy moves to the waypoint (sidecars
+// are then held by the ztunnel policy, which admits less) and injection goes off; then the
+// waypoint Gateway is made, and routed to once Programmed. From ambient to sidecar, the data-plane
+// label and the ztunnel policy stay while pods without a sidecar run.
 //
 // # Ordering: protect before enrolling
 //
@@ -38,9 +54,12 @@
 // or changing ([Desired.Enrolment], such as istio.io/use-waypoint) are withdrawn, so traffic never
 // follows a label to policies that are about to be rewritten. Then every object is applied
 // (policies protect), then namespace labels (labels enrol the namespace into a data plane), each
-// gated as above, then stale objects are pruned. [Runner.Revoke] runs the other way round: routing
-// labels first, then the objects behind them, and data-plane labels and the ztunnel policy last,
-// once no pod depends on them (or left to garbage collection when the Profile controls the namespace).
+// gated as above, then stale objects are pruned. When a withdrawal fails, the label still routes
+// traffic to the objects as they are: that call only creates missing objects, rewrites and prunes
+// none, and the next reconcile retries in order. [Runner.Revoke] runs the other way round: routing
+// labels first, then the objects behind them (none, if taking the labels off failed), and
+// data-plane labels and the objects pods depend on last, once no pod depends on them (or left to
+// garbage collection when the Profile controls the namespace).
 //
 // # Whose namespace
 //
