@@ -74,7 +74,8 @@ type Mesh struct {
 	// RootNamespace is Istio's root namespace, home of mesh-wide policies. Default: istio-system.
 	RootNamespace string `json:"rootNamespace,omitempty"`
 	// IngressUseWaypoint sets istio.io/ingress-use-waypoint=true in ambient mode so that requests
-	// from the ingress gateway pass the waypoint's L7 policy too. Default: true.
+	// from the ingress gateway pass the waypoint's L7 policy too. It must stay true in ambient
+	// mode: the ztunnel policy admits the ingress only through the waypoint. Default: true.
 	IngressUseWaypoint *bool `json:"ingressUseWaypoint,omitempty"`
 	// IstioCNI says whether Istio's CNI node agent is installed, as Kubeflow's manifests install
 	// it. Without it, sidecar injection adds an istio-init container that needs NET_ADMIN and
@@ -92,7 +93,8 @@ type Waypoint struct {
 	Name string `json:"name,omitempty"`
 	// ClassName is the GatewayClass. Default: istio-waypoint.
 	ClassName string `json:"className,omitempty"`
-	// For is the istio.io/waypoint-for label: service, workload or all. Default: service.
+	// For is the istio.io/waypoint-for label: service or all ("workload" is refused: the ingress
+	// sends only Service traffic to a waypoint). Default: service.
 	For string `json:"for,omitempty"`
 	// Namespace, when set, asks for one shared waypoint in that namespace instead of one per
 	// user namespace. It is refused: see the validation message for why. Default: empty.
@@ -126,7 +128,9 @@ type Authorization struct {
 	HealthPaths []string `json:"healthPaths,omitempty"`
 	// L4Exceptions are sources the ambient ztunnel policy admits directly, without the waypoint,
 	// such as a monitoring namespace that scrapes pod IPs. They bypass every L7 rule, so list
-	// only what must. Default: none.
+	// only what must. An exception that covers the ingress gateway or the Pipelines UI (by
+	// namespace, principal or service account) is refused: both are admitted only with the user-id
+	// header, which only the waypoint checks. Default: none.
 	L4Exceptions []L4Exception `json:"l4Exceptions,omitempty"`
 	// Contributors says who writes the per-contributor policies: "kfam" (the access-management
 	// service, as today) or "plugin" (this module, from kfam's RoleBindings, taking over the
