@@ -2,7 +2,6 @@ package pss
 
 import (
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -136,6 +135,11 @@ func (p *Plugin) profileChoice(t plugin.Target, want map[string]config.LevelVers
 				refuse(path, c.asked, "sidecar injection without istio-cni needs NET_ADMIN and NET_RAW, which this level forbids; enforce stays "+string(admin.Level))
 				continue
 			}
+			if c.name == "enforce" && asked == psaapi.LevelRestricted && p.waypointNeedsSeccompPatch() {
+				refuse(path, c.asked, "without mesh.waypoint.seccompPatch the waypoint pod has no seccompProfile, which this level requires, "+
+					"so the namespace would wait for its waypoint forever; enforce stays "+string(admin.Level))
+				continue
+			}
 		case c.name != "enforce":
 			refuse(path, c.asked, fmt.Sprintf("%s may be tightened but never loosened below the admin's %q", c.name, admin.Level))
 			continue
@@ -155,6 +159,13 @@ func (p *Plugin) profileChoice(t plugin.Target, want map[string]config.LevelVers
 	return errs
 }
 
+// waypointNeedsSeccompPatch says whether Pod Security "restricted" would refuse the waypoint pod:
+// in ambient mode without the seccomp patch istiod's waypoint Deployment sets no seccompProfile.
+func (p *Plugin) waypointNeedsSeccompPatch() bool {
+	m := p.cfg.Mesh
+	return m.Mode == config.ModeAmbient && m.Waypoint.SeccompPatch != nil && !*m.Waypoint.SeccompPatch
+}
+
 // loosestAllowed is the loosest enforce level any matching override grants the target.
 func (p *Plugin) loosestAllowed(t plugin.Target) (psaapi.Level, bool) {
 	var best psaapi.Level
@@ -170,12 +181,9 @@ func (p *Plugin) loosestAllowed(t plugin.Target) (psaapi.Level, bool) {
 	return best, found
 }
 
+// matches reads the namespace's labels only. Profile names never match, even in a configuration
+// that skipped Validate: the user chose the name (see config.PodSecurityOverride).
 func matches(o config.PodSecurityOverride, t plugin.Target) bool {
-	for _, pat := range o.Profiles {
-		if ok, _ := filepath.Match(pat, t.Namespace); ok {
-			return true
-		}
-	}
 	if o.NamespaceSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(o.NamespaceSelector)
 		if err == nil && !sel.Empty() && sel.Matches(labels.Set(t.Observed.Labels)) {

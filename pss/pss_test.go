@@ -97,21 +97,24 @@ type goldenCase struct {
 	errs    []string
 }
 
+// gpuTier is the namespace label an admin sets to allow a looser enforce level.
+var gpuTier = map[string]string{"example.com/tier": "gpu"}
+
 func TestGolden(t *testing.T) {
 	cases := []goldenCase{
 		{name: "defaults", enforce: "baseline"},
 		{name: "pinned-versions", config: "podSecurity: {enforce: {level: baseline, version: v1.35}, audit: {version: v1.36}, warn: {level: restricted, version: v1.36}}\n", enforce: "baseline"},
 		{name: "restricted", config: "podSecurity: {enforce: {level: restricted}}\n", enforce: "restricted"},
 		{name: "profile-tightens", profile: profileAsking(t, "alice", "{enforce: restricted}"), enforce: "restricted"},
-		{name: "override-allowed", config: "podSecurity: {overrides: [{profiles: ['gpu-*'], minimumEnforce: privileged}]}\n",
-			profile: profileAsking(t, "gpu-team", "{enforce: privileged}"), enforce: "privileged"},
+		{name: "override-allowed", config: "podSecurity: {overrides: [{namespaceSelector: {matchLabels: {example.com/tier: gpu}}, minimumEnforce: privileged}]}\n",
+			profile: profileAsking(t, "gpu-team", "{enforce: privileged}"), nsLabels: gpuTier, enforce: "privileged"},
 		{name: "override-by-namespace-label", config: "podSecurity: {overrides: [{namespaceSelector: {matchLabels: {example.com/tier: system}}, minimumEnforce: privileged}]}\n",
 			profile: profileAsking(t, "infra", "{enforce: privileged}"), nsLabels: map[string]string{"example.com/tier": "system"}, enforce: "privileged"},
-		{name: "override-refused", config: "podSecurity: {overrides: [{profiles: ['gpu-*'], minimumEnforce: privileged}]}\n",
+		{name: "override-refused", config: "podSecurity: {overrides: [{namespaceSelector: {matchLabels: {example.com/tier: gpu}}, minimumEnforce: privileged}]}\n",
 			profile: profileAsking(t, "alice", "{enforce: privileged, warn: privileged}"), enforce: "baseline",
 			errs: []string{`profile "alice": spec.plugins[1].spec.enforce: level "privileged" refused`, `spec.plugins[1].spec.warn: level "privileged" refused`}},
-		{name: "override-below-minimum", config: "podSecurity: {overrides: [{profiles: ['gpu-*'], minimumEnforce: baseline}], enforce: {level: restricted}}\n",
-			profile: profileAsking(t, "gpu-team", "{enforce: privileged}"), enforce: "restricted",
+		{name: "override-below-minimum", config: "podSecurity: {overrides: [{namespaceSelector: {matchLabels: {example.com/tier: gpu}}, minimumEnforce: baseline}], enforce: {level: restricted}}\n",
+			profile: profileAsking(t, "gpu-team", "{enforce: privileged}"), nsLabels: gpuTier, enforce: "restricted",
 			errs: []string{`down to "baseline" only`}},
 		{name: "profile-unknown-field", profile: profileAsking(t, "alice", "{enforce: restricted, enforcee: privileged}"), enforce: "baseline",
 			errs: []string{`spec.plugins[1].spec: unknown field "enforcee"`}},

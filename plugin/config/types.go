@@ -203,11 +203,16 @@ const (
 	PreflightHold  PreflightAction = "hold"
 )
 
-// PodSecurityOverride allows the profiles it matches a looser enforce level. A profile matches
-// when its name matches one of Profiles (shell patterns such as "team-*") or its namespace's
-// labels match NamespaceSelector.
+// PodSecurityOverride allows the profiles whose namespace's labels match NamespaceSelector a looser
+// enforce level. Only labels the admin controls may grant it: users cannot edit Namespaces in
+// Kubeflow, and the profiles controller copies the labels of its namespace-labels.yaml onto every
+// namespace.
 type PodSecurityOverride struct {
-	Profiles          []string              `json:"profiles,omitempty"`
+	// Profiles is refused by validation: a Profile's name is chosen by the user who registers it,
+	// so it cannot grant anything. The field stays so that such a configuration gets an error
+	// that says so, rather than an unknown-field error.
+	Profiles []string `json:"profiles,omitempty"`
+	// NamespaceSelector matches the labels of the Profile's namespace. Required.
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	// MinimumEnforce is the loosest enforce level a matching profile may choose.
 	MinimumEnforce psaapi.Level `json:"minimumEnforce"`

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -256,22 +258,47 @@ func (p *PodSecurity) validate(path *field.Path) field.ErrorList {
 	}
 	for i, o := range p.Overrides {
 		op := path.Child("overrides").Index(i)
-		if len(o.Profiles) == 0 && o.NamespaceSelector == nil {
-			errs = append(errs, field.Required(op, "set profiles or namespaceSelector, or the override matches nothing"))
-		}
-		for j, pat := range o.Profiles {
-			if _, err := filepath.Match(pat, ""); err != nil {
-				errs = append(errs, field.Invalid(op.Child("profiles").Index(j), pat, err.Error()))
-			}
-		}
-		if o.NamespaceSelector != nil {
-			if _, err := metav1.LabelSelectorAsSelector(o.NamespaceSelector); err != nil {
-				errs = append(errs, field.Invalid(op.Child("namespaceSelector"), o.NamespaceSelector.String(), err.Error()))
-			}
-		}
+		errs = append(errs, o.validateMatch(op)...)
 		if _, err := psaapi.ParseLevel(string(o.MinimumEnforce)); err != nil {
 			errs = append(errs, field.NotSupported(op.Child("minimumEnforce"), o.MinimumEnforce,
 				[]psaapi.Level{psaapi.LevelPrivileged, psaapi.LevelBaseline, psaapi.LevelRestricted}))
+		}
+	}
+	return errs
+}
+
+// validateMatch accepts an override that matches on namespace labels only. Profile names are
+// refused: a user chooses the name at self-registration, so a pattern such as "gpu-*" (or an
+// exact name registered before the admin's team does) would hand a looser level to anyone.
+// Labels this library itself writes are refused in the selector too: they follow the Profile.
+func (o PodSecurityOverride) validateMatch(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(o.Profiles) > 0 {
+		errs = append(errs, field.Invalid(path.Child("profiles"), o.Profiles,
+			"overrides cannot match on Profile names: a user chooses the name when registering, so any user could "+
+				"pick a matching one and loosen enforce; match the namespace labels the admin sets (namespaceSelector, "+
+				"for example with the profiles controller's namespace-labels.yaml or kubectl label) instead"))
+	}
+	if o.NamespaceSelector == nil {
+		if len(o.Profiles) == 0 {
+			errs = append(errs, field.Required(path.Child("namespaceSelector"), "set namespaceSelector, or the override matches nothing"))
+		}
+		return errs
+	}
+	sel := path.Child("namespaceSelector")
+	if _, err := metav1.LabelSelectorAsSelector(o.NamespaceSelector); err != nil {
+		errs = append(errs, field.Invalid(sel, o.NamespaceSelector.String(), err.Error()))
+	} else if len(o.NamespaceSelector.MatchLabels) == 0 && len(o.NamespaceSelector.MatchExpressions) == 0 {
+		errs = append(errs, field.Invalid(sel, "{}", "an empty selector matches nothing here; name the admin's label"))
+	}
+	keys := slices.Sorted(maps.Keys(o.NamespaceSelector.MatchLabels))
+	for _, e := range o.NamespaceSelector.MatchExpressions {
+		keys = append(keys, e.Key)
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k, "pod-security.kubernetes.io/") {
+			errs = append(errs, field.Invalid(sel, k,
+				"this label is written by the Pod Security plugin from what the Profile asks for, so matching on it lets the Profile choose; use a label only the admin sets"))
 		}
 	}
 	return errs
