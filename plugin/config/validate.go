@@ -3,9 +3,9 @@ package config
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
