@@ -11,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	securityv1beta1 "istio.io/api/security/v1beta1"
+	typev1beta1 "istio.io/api/type/v1beta1"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -121,4 +124,30 @@ func TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint(t *testing.T) {
 		"the namespace is routed through a waypoint whose Deployment is patched by a ConfigMap the plugin did not make (labels %v, errors %v)", labels, res.Err())
 	assert.Empty(t, labels[ingressUseWaypoint])
 	assert.Equal(t, "ambient", labels[dataplaneMode], "the ztunnel policy still protects the pods, so they stay in ambient")
+}
+
+// FINDING (fail-open, not detected; anyone who may write AuthorizationPolicies in the namespace:
+// an admin's kubectl apply, a GitOps tool, another Kubeflow component; Kubeflow's default
+// kubeflow-edit and kubeflow-admin roles only read them). ALLOW policies are OR'ed. One more
+// selector-less ALLOW policy whose rules ztunnel can enforce (here rules: [{}], "allow all") makes
+// the ztunnel policy restrict nothing, and one more ALLOW policy attached to the waypoint makes the
+// owner policy restrict nothing. The authz plugin now reports each such policy by name, as a
+// warning (the policy is not the plugin's to change); SECURITY.md says the guarantees hold only
+// while no one else may write AuthorizationPolicies in user namespaces.
+func TestForeignAllowAllPoliciesAreReported(t *testing.T) {
+	l4 := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "allow-all", Namespace: ns}}
+	l4.Spec.Rules = []*securityv1beta1.Rule{{}}
+	l7 := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "allow-all-at-waypoint", Namespace: ns}}
+	l7.Spec.Rules = []*securityv1beta1.Rule{{}}
+	l7.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{{Group: "gateway.networking.k8s.io", Kind: "Gateway", Name: "waypoint"}}
+	m := newMesh(t, l4, l7)
+	require.NoError(t, m.apply().Err())
+	m.program()
+	res := m.apply()
+	require.NoError(t, res.Err())
+	all := strings.Join(res.Warnings(), "\n")
+	assert.Contains(t, all, "AuthorizationPolicy allow-all (not made by this plugin) admits every caller at ztunnel",
+		"a foreign policy that voids the ztunnel policy is not reported")
+	assert.Contains(t, all, "AuthorizationPolicy allow-all-at-waypoint (not made by this plugin) admits every caller at the waypoint",
+		"a foreign policy that voids the owner policy at the waypoint is not reported")
 }
