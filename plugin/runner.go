@@ -464,7 +464,7 @@ func (r *Runner) applyObject(ctx context.Context, p *planned, ao *applyObject, c
 			adopted = true
 			p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("adopted %s, which another writer made", ao.ref))
 		}
-		foreign = foreignSpecFields(cur, name)
+		foreign = foreignSpecFieldsFor(cur, name, body)
 		if len(foreign) == 0 && matches(cur, body) {
 			p.res.Unchanged = append(p.res.Unchanged, ao.ref)
 			return ""
