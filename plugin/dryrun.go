@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,7 +35,11 @@ type DryRunWrite struct {
 	// Namespace is empty for cluster-scoped objects (the Namespace itself).
 	Namespace, Name string
 	// Before is the object as the run saw it before this write, earlier dry-run writes of the
-	// same run included; nil when it did not exist. After is the server's answer; nil for a delete.
+	// same run included; nil when it did not exist. After is the object as the run sees it after
+	// this write; nil for a delete. It is the server's answer, except that the server answers
+	// every dry run against the persisted object, so when the run wrote the same object before
+	// (the namespace: one label apply per plugin and phase), the labels and field managers those
+	// earlier writes changed are composed in, as the real writes would compose.
 	Before, After *unstructured.Unstructured
 }
 
@@ -62,6 +70,9 @@ type dryRunClient struct {
 	mu     sync.Mutex
 	state  map[objectKey]*unstructured.Unstructured // nil: deleted in this run
 	writes []DryRunWrite
+	// answers are the server's answers per object, in order, for composing (see compose).
+	answers map[objectKey][]*unstructured.Unstructured
+	base    map[objectKey]*unstructured.Unstructured // as persisted, before the first write
 }
 
 type objectKey struct {
@@ -70,7 +81,8 @@ type objectKey struct {
 }
 
 func newDryRunClient(c client.Client, reader client.Reader) *dryRunClient {
-	return &dryRunClient{Client: client.NewDryRunClient(c), reader: reader, state: map[objectKey]*unstructured.Unstructured{}}
+	return &dryRunClient{Client: client.NewDryRunClient(c), reader: reader, state: map[objectKey]*unstructured.Unstructured{},
+		answers: map[objectKey][]*unstructured.Unstructured{}, base: map[objectKey]*unstructured.Unstructured{}}
 }
 
 func (d *dryRunClient) log() []DryRunWrite {
@@ -148,9 +160,93 @@ func (d *dryRunClient) write(ctx context.Context, verb string, obj client.Object
 func (d *dryRunClient) record(verb string, key objectKey, plugin string, before, after *unstructured.Unstructured) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if _, seen := d.base[key]; !seen {
+		d.base[key] = before
+	}
+	if after != nil {
+		d.answers[key] = append(d.answers[key], after.DeepCopy())
+		after = compose(d.base[key], d.answers[key])
+	}
 	d.state[key] = after
 	d.writes = append(d.writes, DryRunWrite{Plugin: plugin, Verb: verb, GVK: key.gvk, Namespace: key.namespace, Name: key.name,
 		Before: before, After: after.DeepCopy()})
+}
+
+// compose is the last answer with the labels and managedFields entries every earlier answer
+// changed from base put back, in write order: the server answered each against base, so the
+// last answer alone lacks what the run's earlier writes (by other field managers) did.
+func compose(base *unstructured.Unstructured, answers []*unstructured.Unstructured) *unstructured.Unstructured {
+	last := answers[len(answers)-1].DeepCopy()
+	if base == nil || len(answers) == 1 {
+		return last
+	}
+	labels := maps.Clone(base.GetLabels())
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	managers := map[managerKey]*metav1.ManagedFieldsEntry{}
+	for _, e := range base.GetManagedFields() {
+		managers[keyOfEntry(e)] = &e
+	}
+	baseManagers := maps.Clone(managers)
+	for _, a := range answers {
+		applyLabelDelta(labels, base.GetLabels(), a.GetLabels())
+		applyManagerDelta(managers, baseManagers, a.GetManagedFields())
+	}
+	if len(labels) == 0 {
+		labels = nil
+	}
+	last.SetLabels(labels)
+	last.SetManagedFields(sortedEntries(managers))
+	return last
+}
+
+// applyLabelDelta applies to labels what answer changed from base.
+func applyLabelDelta(labels, base, answer map[string]string) {
+	for k, v := range answer {
+		if bv, ok := base[k]; !ok || bv != v {
+			labels[k] = v
+		}
+	}
+	for k := range base {
+		if _, ok := answer[k]; !ok {
+			delete(labels, k)
+		}
+	}
+}
+
+type managerKey struct{ manager, operation, subresource string }
+
+func keyOfEntry(e metav1.ManagedFieldsEntry) managerKey {
+	return managerKey{e.Manager, string(e.Operation), e.Subresource}
+}
+
+// applyManagerDelta takes into managers every entry that answer changed (or removed) from base.
+func applyManagerDelta(managers, base map[managerKey]*metav1.ManagedFieldsEntry, answer []metav1.ManagedFieldsEntry) {
+	inAnswer := map[managerKey]bool{}
+	for _, e := range answer {
+		k := keyOfEntry(e)
+		inAnswer[k] = true
+		if b, ok := base[k]; !ok || !equality.Semantic.DeepEqual(*b, e) {
+			managers[k] = &e
+		}
+	}
+	for k := range base {
+		if !inAnswer[k] {
+			delete(managers, k)
+		}
+	}
+}
+
+func sortedEntries(managers map[managerKey]*metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	keys := slices.SortedFunc(maps.Keys(managers), func(a, b managerKey) int {
+		return strings.Compare(a.manager+"\x00"+a.operation+"\x00"+a.subresource, b.manager+"\x00"+b.operation+"\x00"+b.subresource)
+	})
+	out := make([]metav1.ManagedFieldsEntry, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *managers[k])
+	}
+	return out
 }
 
 // current is the object as this run sees it: the last dry-run answer, or the cluster's.

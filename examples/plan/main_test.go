@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	plugins "github.com/kubeflow-ambient/profile-plugins"
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+)
+
+// rollout is the prepared cluster of the issue: a healthy namespace, one with kfam's legacy owner
+// policy, one running a privileged pod, one whose istio-injection label another writer set.
+var rollout = []string{"foreign", "gpu", "healthy", "legacy"}
+
+func prepareRollout(t *testing.T, c client.Client) map[string]*profilev1.Profile {
+	t.Helper()
+	ctx := context.Background()
+	profiles := map[string]*profilev1.Profile{}
+	for _, name := range rollout {
+		profiles[name] = createProfile(t, c, name)
+	}
+	require.NoError(t, c.Create(ctx, kfamOwnerPolicy("legacy"), client.FieldOwner("kfam")))
+	require.NoError(t, c.Create(ctx, privilegedPod("gpu")))
+	labelAs(t, c, "foreign", "kubectl-label", "istio-injection", "enabled")
+	return profiles
+}
+
+// Issue 16, done when: the plan of the prepared namespaces is golden-tested as text and JSON
+// and exits 2; it is read-only; what Apply then does is exactly what was planned; after Apply
+// a second plan has nothing to write and exits 0 (waiting for the waypoints, which only istiod
+// programs, does not count as attention); once istiod has programmed them the plan shows the
+// enrolment labels, and after that apply, nothing at all.
+func TestRolloutPlan(t *testing.T) {
+	env := envtest.Start(t)
+	c := env.Client
+	profiles := prepareRollout(t, c)
+	configPath := writeConfig(t, rolloutConfig)
+	opts := options{configPath: configPath, profiles: rollout}
+
+	rec := &recorder{}
+	before := namespaceVersions(t, c)
+	text, code := planOutput(t, rec.config(env.Base), opts)
+	assert.Equal(t, exitAttention, code)
+	golden.Assert(t, "plan/rollout.txt", stable(text))
+	assertReadOnly(t, rec)
+	assert.Equal(t, before, namespaceVersions(t, c), "the plan changed a namespace")
+
+	opts.output = "json"
+	js, code := planOutput(t, env.Base, opts)
+	assert.Equal(t, exitAttention, code)
+	golden.Assert(t, "plan/rollout.json", stable(js))
+	opts.output = "text"
+
+	opts.diff = true
+	diffText, _ := planOutput(t, env.Base, opts)
+	golden.Assert(t, "plan/rollout-diff.txt", stable(diffText))
+	opts.diff = false
+
+	planned := decodeReport(t, js)
+	applyAndCompare(t, c, configPath, profiles, planned)
+
+	text, code = planOutput(t, env.Base, opts)
+	assert.Equal(t, exitOK, code, text)
+	golden.Assert(t, "plan/after-apply.txt", stable(text))
+
+	for _, name := range rollout {
+		programWaypoint(t, c, name)
+	}
+	text, code = planOutput(t, env.Base, opts)
+	assert.Equal(t, exitOK, code, text)
+	golden.Assert(t, "plan/waypoints-programmed.txt", stable(text))
+	js, _ = planOutput(t, env.Base, options{configPath: configPath, profiles: rollout, output: "json"})
+	applyAndCompare(t, c, configPath, profiles, decodeReport(t, js))
+
+	js, code = planOutput(t, env.Base, options{configPath: configPath, profiles: rollout, output: "json"})
+	assert.Equal(t, exitOK, code)
+	final := decodeReport(t, js)
+	assert.Equal(t, Summary{Namespaces: 4, Unchanged: 4}, final.Summary, "converged: nothing to write, nothing to wait for")
+}
+
+// assertReadOnly checks every request was a read or a dry-run write.
+func assertReadOnly(t *testing.T, rec *recorder) {
+	t.Helper()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.NotEmpty(t, rec.requests)
+	dryRuns := 0
+	for _, r := range rec.requests {
+		if r.method == http.MethodGet {
+			continue
+		}
+		if assert.Equal(t, "All", r.dryRun, "%s %s is a write without dryRun=All", r.method, r.path) {
+			dryRuns++
+		}
+	}
+	assert.Positive(t, dryRuns, "the plan sent no dry-run write at all, so it proved nothing")
+}
+
+func namespaceVersions(t *testing.T, c client.Client) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range rollout {
+		ns := &corev1.Namespace{}
+		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: name}, ns))
+		out[name] = ns.ResourceVersion
+	}
+	return out
+}
+
+func decodeReport(t *testing.T, js string) *Report {
+	t.Helper()
+	r := &Report{}
+	require.NoError(t, json.Unmarshal([]byte(js), r))
+	return r
+}
+
+// applyAndCompare dry-runs each Profile with the runner, applies it for real, and checks that
+// the real apply reported the same, wrote the same objects and changed the labels the plan listed.
+func applyAndCompare(t *testing.T, c client.Client, configPath string, profiles map[string]*profilev1.Profile, planned *Report) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := loadConfig(configPath)
+	require.NoError(t, err)
+	runner, err := plugins.NewRunner(c, cfg)
+	require.NoError(t, err)
+	for i, name := range rollout {
+		p := planned.Namespaces[i]
+		require.Equal(t, name, p.Namespace)
+		labelsBefore := namespaceLabels(t, c, name)
+
+		runner.DryRun = true
+		dry := runner.Apply(ctx, profiles[name])
+		runner.DryRun = false
+		applied := runner.Apply(ctx, profiles[name])
+
+		assert.Equal(t, comparable(dry), comparable(applied), "%s: the dry run and the apply report differently", name)
+		assert.Equal(t, withoutDiffs(p.Objects), objectChanges(applied, false), "%s: objects", name)
+		assert.Equal(t, p.Labels, appliedLabels(labelsBefore, namespaceLabels(t, c, name), applied), "%s: labels", name)
+		assertWrittenAsPlanned(t, c, dry)
+	}
+}
+
+// comparable is a Result's per-plugin report with errors as text.
+func comparable(r *plugin.Result) []map[string]any {
+	var out []map[string]any
+	for _, p := range r.Plugins {
+		var errs []string
+		for _, e := range p.Errors {
+			errs = append(errs, e.Error())
+		}
+		out = append(out, map[string]any{"plugin": p.Plugin, "created": p.Created, "updated": p.Updated, "unchanged": p.Unchanged,
+			"deleted": p.Deleted, "set": p.LabelsSet, "removed": p.LabelsRemoved, "waiting": p.Waiting, "warnings": p.Warnings, "errors": errs})
+	}
+	return out
+}
+
+func withoutDiffs(objs []ObjectChange) []ObjectChange {
+	out := make([]ObjectChange, len(objs))
+	for i, o := range objs {
+		o.Diff = ""
+		out[i] = o
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func namespaceLabels(t *testing.T, c client.Client, name string) map[string]string {
+	t.Helper()
+	ns := &corev1.Namespace{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: name}, ns))
+	return ns.Labels
+}
+
+// appliedLabels is the label diff the real apply made, in the plan's form.
+func appliedLabels(before, after map[string]string, applied *plugin.Result) []LabelChange {
+	res := &plugin.Result{Plugins: applied.Plugins, DryRun: []plugin.DryRunWrite{{
+		GVK: corev1.SchemeGroupVersion.WithKind("Namespace"), Name: "ns",
+		Before: labelled(before), After: labelled(after),
+	}}}
+	return labelChanges(res)
+}
+
+func labelled(l map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetLabels(l)
+	return u
+}
+
+// assertWrittenAsPlanned checks each object the dry run answered for is now in the cluster
+// exactly as answered (server-kept metadata aside).
+func assertWrittenAsPlanned(t *testing.T, c client.Client, dry *plugin.Result) {
+	t.Helper()
+	for _, w := range dry.DryRun {
+		if w.Namespace == "" {
+			continue
+		}
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(w.GVK)
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: w.Namespace, Name: w.Name}, live)
+		if w.After == nil {
+			assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "%s/%s: planned deleted, still there", w.Namespace, w.Ref())
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, cleanYAML(w.After), cleanYAML(live), "%s/%s: written differently than planned", w.Namespace, w.Ref())
+	}
+}
+
+// The plan of namespaces an apply would not fix: ambient readiness issues of every kind, a
+// namespace that is not the Profile's, and a Profile that asks for a looser level than allowed.
+func TestPlanReportsReadinessAndRefusals(t *testing.T) {
+	env := envtest.Start(t)
+	c := env.Client
+	prepareReadiness(t, c)
+	opts := options{configPath: writeConfig(t, rolloutConfig), profiles: []string{"greedy", "routed", "taken"}}
+	text, code := planOutput(t, env.Base, opts)
+	assert.Equal(t, exitAttention, code)
+	golden.Assert(t, "plan/readiness.txt", stable(text))
+}
+
+func TestFlags(t *testing.T) {
+	var errOut bytes.Buffer
+	_, err := parseFlags([]string{"-o", "yaml"}, &errOut)
+	require.Error(t, err)
+	assert.Contains(t, errOut.String(), `-o "yaml": must be text or json`)
+
+	o, err := parseFlags([]string{"-profiles", "a, b,,c", "-diff"}, &errOut)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "c"}, o.profiles)
+	assert.True(t, o.diff)
+
+	_, err = parseFlags([]string{"extra"}, &errOut)
+	assert.Error(t, err)
+}
+
+func TestBadConfigExitsOne(t *testing.T) {
+	env := envtest.Start(t)
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), env.Base, options{configPath: writeRawConfig(t, "mesh:\n  mode: hybrid\n")}, &out, &errOut)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut.String(), "mesh.mode")
+	assert.Empty(t, out.String())
+}
+
+func TestUnknownProfileExitsOne(t *testing.T) {
+	env := envtest.Start(t)
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), env.Base, options{profiles: []string{"nobody"}}, &out, &errOut)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut.String(), `-profiles: Profile "nobody"`)
+}
+
+func TestProgressIsSilentWithoutATerminal(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	require.NoError(t, err)
+	defer f.Close()
+	p := newProgress(f)
+	assert.Nil(t, p)
+	p.start(3) // a nil bar is silent, not a panic
+	p.step("alice")
+	p.done()
+	var buf bytes.Buffer
+	bar := &progress{w: &buf}
+	bar.start(2)
+	bar.step("alice")
+	assert.Contains(t, buf.String(), "1/2 alice")
+}
