@@ -72,10 +72,18 @@ func objectDiff(res *plugin.Result, ref plugin.Ref) string {
 		after = w.After
 	}
 	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(cleanYAML(before)), B: difflib.SplitLines(cleanYAML(after)),
+		A: lines(cleanYAML(before)), B: lines(cleanYAML(after)),
 		FromFile: ref.String() + " (cluster)", ToFile: ref.String() + " (planned)", Context: 3,
 	})
 	return d
+}
+
+// lines splits s for difflib; an absent object has no lines, not one empty line.
+func lines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return difflib.SplitLines(s)
 }
 
 // cleanYAML is the object's YAML without what the server keeps for itself (managedFields,

@@ -64,10 +64,8 @@ func TestRolloutPlan(t *testing.T) {
 	golden.Assert(t, "plan/rollout.json", stable(js))
 	opts.output = "text"
 
-	opts.diff = true
-	diffText, _ := planOutput(t, env.Base, opts)
-	golden.Assert(t, "plan/rollout-diff.txt", stable(diffText))
-	opts.diff = false
+	diffText, _ := planOutput(t, env.Base, options{configPath: configPath, profiles: []string{"legacy"}, diff: true})
+	golden.Assert(t, "plan/legacy-diff.txt", stable(diffText))
 
 	planned := decodeReport(t, js)
 	applyAndCompare(t, c, configPath, profiles, planned)
