@@ -87,6 +87,19 @@ func TestRolloutPlan(t *testing.T) {
 	assert.Equal(t, exitOK, code)
 	final := decodeReport(t, js)
 	assert.Equal(t, Summary{Namespaces: 4, Unchanged: 4}, final.Summary, "converged: nothing to write, nothing to wait for")
+
+	// Back to sidecars: the enrolment labels are withdrawn first (phase 0, which re-reads the
+	// namespace), then istio-injection changes and the ambient objects are pruned. The dry run
+	// must see its own withdrawal to plan what the apply does.
+	sidecar := writeConfig(t, rolloutConfig+"mesh:\n  mode: sidecar\n")
+	text, code = planOutput(t, env.Base, options{configPath: sidecar, profiles: []string{"legacy"}})
+	assert.Equal(t, exitOK, code, text)
+	golden.Assert(t, "plan/back-to-sidecar.txt", stable(text))
+	js, _ = planOutput(t, env.Base, options{configPath: sidecar, profiles: rollout, output: "json"})
+	applyAndCompare(t, c, sidecar, profiles, decodeReport(t, js))
+	js, code = planOutput(t, env.Base, options{configPath: sidecar, profiles: rollout, output: "json"})
+	assert.Equal(t, exitOK, code)
+	assert.Equal(t, Summary{Namespaces: 4, Unchanged: 4}, decodeReport(t, js).Summary)
 }
 
 // assertReadOnly checks every request was a read or a dry-run write.
