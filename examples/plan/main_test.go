@@ -100,6 +100,28 @@ func TestRolloutPlan(t *testing.T) {
 	js, code = planOutput(t, env.Base, options{configPath: sidecar, profiles: rollout, output: "json"})
 	assert.Equal(t, exitOK, code)
 	assert.Equal(t, Summary{Namespaces: 4, Unchanged: 4}, decodeReport(t, js).Summary)
+
+	assertRevokeDryRun(t, c, sidecar, profiles["healthy"])
+}
+
+// assertRevokeDryRun checks Revoke's dry run reports what the real Revoke then does, and
+// persists nothing meanwhile.
+func assertRevokeDryRun(t *testing.T, c client.Client, configPath string, profile *profilev1.Profile) {
+	t.Helper()
+	cfg, err := loadConfig(configPath)
+	require.NoError(t, err)
+	runner, err := plugins.NewRunner(c, cfg)
+	require.NoError(t, err)
+	before := namespaceVersions(t, c)
+	runner.DryRun = true
+	dry := runner.Revoke(context.Background(), profile)
+	require.NoError(t, dry.Err())
+	assert.Equal(t, before, namespaceVersions(t, c), "a dry-run Revoke changed a namespace")
+	assert.NotEmpty(t, dry.DryRun)
+	runner.DryRun = false
+	revoked := runner.Revoke(context.Background(), profile)
+	assert.Equal(t, comparable(dry), comparable(revoked))
+	assert.True(t, dry.Changed())
 }
 
 // assertReadOnly checks every request was a read or a dry-run write.
