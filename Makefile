@@ -13,7 +13,7 @@ FLOORS = sigs.k8s.io/controller-runtime@v0.24.1 k8s.io/api@v0.36.3 k8s.io/apimac
 export KUBEBUILDER_ASSETS ?= $(BIN)
 
 # Fuzz targets as package:Function. `make fuzz` runs each for FUZZTIME; `make test` briefly.
-FUZZ_TARGETS = ./plugin/config:FuzzParseConfig ./plugin/profilev1:FuzzParseProfile .:FuzzGenerate
+FUZZ_TARGETS = ./plugin/config:FuzzParseConfig ./plugin/profilev1:FuzzParseProfile .:FuzzGenerate ./authz:FuzzIdentityMatchesOnlyItself
 FUZZTIME    ?= 60s
 
 .PHONY: test unit lint floors envtest fuzz fuzz-short bench bench-scale render update-golden mutate

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -392,7 +393,9 @@ type gvkKey struct {
 }
 
 func gvkFor(s *runtime.Scheme, obj runtime.Object) (schema.GroupVersionKind, error) {
-	if _, ok := obj.(runtime.Unstructured); ok {
+	switch obj.(type) {
+	// One Go type stands for many kinds here: the kind is in the object, never cache it by type.
+	case runtime.Unstructured, *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
 		return apiutil.GVKForObject(obj, s)
 	}
 	key := gvkKey{s, reflect.TypeOf(obj)}
