@@ -11,11 +11,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
@@ -260,10 +262,25 @@ func TestPlanReportsReadinessAndRefusals(t *testing.T) {
 	env := envtest.Start(t)
 	c := env.Client
 	prepareReadiness(t, c)
-	opts := options{configPath: writeConfig(t, rolloutConfig), profiles: []string{"greedy", "routed", "taken"}}
+	opts := options{configPath: writeConfig(t, rolloutConfig), profiles: []string{"badowner", "greedy", "routed", "taken"}}
 	text, code := planOutput(t, env.Base, opts)
 	assert.Equal(t, exitAttention, code)
 	golden.Assert(t, "plan/readiness.txt", stable(text))
+}
+
+// A Profile whose namespace the profiles controller has not created yet is waited for, not an
+// error: there is nothing to plan there yet.
+func TestMissingNamespaceIsWaiting(t *testing.T) {
+	env := envtest.Start(t)
+	require.NoError(t, env.Client.Create(context.Background(), &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "newcomer"},
+		Spec: profilev1.ProfileSpec{Owner: fixture.User("newcomer@example.com")}}))
+	js, code := planOutput(t, env.Base, options{profiles: []string{"newcomer"}, output: "json"})
+	assert.Equal(t, exitOK, code)
+	r := decodeReport(t, js)
+	require.Len(t, r.Namespaces, 1)
+	assert.Equal(t, statusUnchanged, r.Namespaces[0].Status)
+	assert.Equal(t, []Finding{{Message: "namespace newcomer does not exist yet: the profiles controller creates it, and the plugins apply then"}},
+		r.Namespaces[0].Waiting)
 }
 
 func TestFlags(t *testing.T) {

@@ -46,6 +46,7 @@ func prepareReadiness(t *testing.T, c client.Client) {
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "taken",
 		Annotations: map[string]string{plugin.OwnerAnnotation: "someone-else@example.com"}}}))
 
+	createProfile(t, c, "badowner", func(p *profilev1.Profile) { p.Spec.Owner.Name = "*@example.com" })
 	createProfile(t, c, "greedy", func(p *profilev1.Profile) {
 		p.Spec.Plugins = []profilev1.Plugin{{TypeMeta: metav1.TypeMeta{Kind: pss.ProfileKind},
 			Spec: &runtime.RawExtension{Raw: []byte(`{"enforce":"privileged"}`)}}}
