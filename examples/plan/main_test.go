@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
@@ -281,6 +284,29 @@ func TestMissingNamespaceIsWaiting(t *testing.T) {
 	assert.Equal(t, statusUnchanged, r.Namespaces[0].Status)
 	assert.Equal(t, []Finding{{Message: "namespace newcomer does not exist yet: the profiles controller creates it, and the plugins apply then"}},
 		r.Namespaces[0].Waiting)
+}
+
+// -kubeconfig and -context select the cluster as kubectl does.
+func TestKubeconfigAndContext(t *testing.T) {
+	env := envtest.Start(t)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Base.Host, CertificateAuthorityData: env.Base.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Base.CertData, ClientKeyData: env.Base.KeyData, Token: env.Base.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	kc.Contexts["elsewhere"] = &clientcmdapi.Context{Cluster: "nowhere", AuthInfo: "admin"}
+	kc.CurrentContext = "elsewhere"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+
+	cfg, err := restConfig(path, "envtest")
+	require.NoError(t, err)
+	assert.Equal(t, env.Base.Host, cfg.Host)
+	js, code := planOutput(t, cfg, options{output: "json"}) // every Profile the shared API server has
+	assert.NotEqual(t, exitError, code)
+	assert.Equal(t, SchemaVersion, decodeReport(t, js).SchemaVersion)
+
+	_, err = restConfig(path, "")
+	assert.ErrorContains(t, err, "kubeconfig: invalid configuration", "the current context names a cluster that is not there")
 }
 
 func TestFlags(t *testing.T) {
