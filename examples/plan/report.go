@@ -6,7 +6,8 @@ const SchemaVersion = 1
 
 // Report is the whole plan, and the JSON document `-o json` prints. Every list is sorted
 // (namespaces by name, objects by kind and name, labels by key, findings by plugin and message)
-// and holds no timestamp or UID, so two plans of the same cluster state are byte-identical.
+// and, outside the -diff text (which shows owner UIDs), holds no timestamp or UID, so two plans
+// of the same cluster state are byte-identical.
 type Report struct {
 	SchemaVersion int             `json:"schemaVersion"`
 	Namespaces    []NamespacePlan `json:"namespaces"`
