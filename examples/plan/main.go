@@ -9,6 +9,7 @@
 //	go run ./examples/plan                                  # current kubeconfig context, defaults
 //	go run ./examples/plan -config c.yaml -profiles alice,bob -diff
 //	go run ./examples/plan -o json | jq .summary
+//	go run ./examples/plan -parallel 16                     # a large cluster
 //
 // Exit status: 0 when nothing needs attention (changes and waits alone do not), 2 when some
 // namespace has a conflict, a refusal, a violating pod or an ambient readiness issue that breaks
@@ -66,6 +67,7 @@ type options struct {
 	profiles            []string
 	diff                bool
 	output              string
+	parallel            int
 	progress            *progress // nil: silent
 }
 
@@ -79,11 +81,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	profiles := fs.String("profiles", "", "comma-separated Profile names to plan (default: every Profile)")
 	fs.BoolVar(&o.diff, "diff", false, "print a unified diff of every object to create or update")
 	fs.StringVar(&o.output, "o", "text", "output format: text or json")
+	fs.IntVar(&o.parallel, "parallel", 4, "namespaces planned at once")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		err := fmt.Errorf("unexpected arguments %q", fs.Args())
+		fmt.Fprintln(stderr, "plan: "+err.Error())
+		return o, err
+	}
+	if o.parallel < 1 {
+		err := fmt.Errorf("-parallel %d: must be at least 1", o.parallel)
 		fmt.Fprintln(stderr, "plan: "+err.Error())
 		return o, err
 	}
@@ -108,6 +116,12 @@ func restConfig(kubeconfig, context string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
+	if cfg.QPS == 0 {
+		// client-go's default of 5 requests a second would make a plan of thousands of
+		// namespaces take an hour; like controller-runtime's GetConfig
+		// (pkg/client/config/config.go), rely on the server's priority and fairness instead.
+		cfg.QPS = -1
+	}
 	return cfg, nil
 }
 
@@ -126,7 +140,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, stdout, stderr io.Wri
 		fmt.Fprintln(stderr, "plan: "+oneLine(err))
 		return exitError
 	}
-	report, err := p.plan(ctx, o.profiles, o.progress)
+	report, err := p.plan(ctx, o.profiles, max(o.parallel, 1), o.progress)
 	if err != nil {
 		fmt.Fprintln(stderr, "plan: "+oneLine(err))
 		return exitError

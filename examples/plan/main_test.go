@@ -53,7 +53,7 @@ func TestRolloutPlan(t *testing.T) {
 	c := env.Client
 	profiles := prepareRollout(t, c)
 	configPath := writeConfig(t, rolloutConfig)
-	opts := options{configPath: configPath, profiles: rollout}
+	opts := options{configPath: configPath, profiles: rollout, parallel: 3}
 
 	rec := &recorder{}
 	before := namespaceVersions(t, c)
@@ -320,8 +320,13 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, []string{"a", "b", "c"}, o.profiles)
 	assert.True(t, o.diff)
 
+	assert.Equal(t, 4, o.parallel)
+
 	_, err = parseFlags([]string{"extra"}, &errOut)
 	assert.Error(t, err)
+
+	_, err = parseFlags([]string{"-parallel", "0"}, &errOut)
+	assert.ErrorContains(t, err, "-parallel 0: must be at least 1")
 }
 
 func TestBadConfigExitsOne(t *testing.T) {

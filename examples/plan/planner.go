@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -47,18 +48,26 @@ func newPlanner(restCfg *rest.Config, cfg *config.Config, diff bool) (*planner, 
 	return &planner{c: c, runner: r, cfg: cfg, pss: podSecurity, diff: diff}, nil
 }
 
-// plan plans the named Profiles, or every Profile when names is empty.
-func (p *planner) plan(ctx context.Context, names []string, bar *progress) (*Report, error) {
+// plan plans the named Profiles, or every Profile when names is empty, parallel at a time. The
+// runner is safe for concurrent use on different Profiles; the report keeps the Profiles' order.
+func (p *planner) plan(ctx context.Context, names []string, parallel int, bar *progress) (*Report, error) {
 	profiles, err := p.profiles(ctx, names)
 	if err != nil {
 		return nil, err
 	}
-	report := &Report{SchemaVersion: SchemaVersion, Namespaces: []NamespacePlan{}}
+	report := &Report{SchemaVersion: SchemaVersion, Namespaces: make([]NamespacePlan, len(profiles))}
 	bar.start(len(profiles))
+	slots := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
 	for i := range profiles {
-		report.Namespaces = append(report.Namespaces, p.planOne(ctx, &profiles[i]))
-		bar.step(profiles[i].Name)
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			report.Namespaces[i] = p.planOne(ctx, &profiles[i])
+			bar.step(profiles[i].Name)
+		})
 	}
+	wg.Wait()
 	bar.done()
 	report.summarize()
 	return report, nil

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"golang.org/x/term"
 )
@@ -13,6 +14,7 @@ import (
 // nothing when stderr is not a terminal (CI logs, pipes), and a nil *progress is silent.
 type progress struct {
 	w          io.Writer
+	mu         sync.Mutex
 	total, pos int
 }
 
@@ -34,6 +36,8 @@ func (p *progress) step(name string) {
 	if p == nil || p.total == 0 {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.pos++
 	const width = 30
 	done := width * p.pos / p.total
