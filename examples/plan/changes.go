@@ -241,6 +241,14 @@ func rejected(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)
 }
 
+// dryRunUnsupported reports the API server's refusal to send a dry run to an admission webhook
+// whose sideEffects are not None or NoneOnDryRun: a 400 whose reason k8s.io/apiserver words as
+// "admission webhook %q does not support dry run" (pkg/admission/plugin/webhook/errors,
+// NewDryRunUnsupportedErr).
+func dryRunUnsupported(err error) bool {
+	return apierrors.IsBadRequest(err) && strings.Contains(err.Error(), "does not support dry run")
+}
+
 // rewritten names the objects the plan updates or deletes: readiness does not judge what the
 // apply replaces anyway.
 func rewritten(objects []ObjectChange) map[string]bool {

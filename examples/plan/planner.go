@@ -161,6 +161,10 @@ func addError(n *NamespacePlan, pluginName string, err error) {
 		n.Conflicts = append(n.Conflicts, f)
 	case errors.Is(err, plugin.ErrInput):
 		n.Refusals = append(n.Refusals, f)
+	case dryRunUnsupported(err):
+		// Not an answer about the real write: the plan of this namespace is incomplete.
+		f.Message += " (the webhook's sideEffects forbid dry runs, so the plan cannot preview this write; a real apply would call it)"
+		n.Errors = append(n.Errors, f)
 	case rejected(err):
 		f.Message = "the API server rejects it: " + f.Message
 		n.Refusals = append(n.Refusals, f)
