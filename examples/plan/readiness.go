@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"istio.io/api/label"
@@ -90,10 +91,10 @@ func listNetworking(ctx context.Context, c client.Reader, gvk schema.GroupVersio
 	return out, nil
 }
 
-// policyFindings judges an AuthorizationPolicy without targetRefs. Istio's migration guide
-// (istio.io/latest/docs/ambient/migrate/migrate-policies) says policies with L7 rules, or with
-// action CUSTOM or AUDIT, must use targetRefs; waypoints enforce only targetRefs policies
-// (pilot/pkg/model/policyattachment.go), and ztunnel, which enforces the rest, drops an ALLOW
+// policyFindings judges an AuthorizationPolicy without targetRefs. Istio's migration guide says
+// policies with L7 rules, or with action CUSTOM or AUDIT, must use targetRefs, and that a policy a
+// waypoint enforces must use targetRefs, not a selector (istio.io/latest/docs/ambient/migrate/
+// migrate-policies and .../before-you-begin). ztunnel, which enforces the rest, drops an ALLOW
 // rule with L7 attributes and strips them from a DENY rule (istio.io/latest/docs/ambient/usage/
 // l4-policy; authz.L7Attributes lists the attributes).
 func policyFindings(cfg *config.Config, namespace string, p *istiosecurityv1.AuthorizationPolicy) []ReadinessFinding {
@@ -130,24 +131,32 @@ func l7Effect(a securityv1beta1.AuthorizationPolicy_Action) string {
 	return "drops its ALLOW rules that use them, so what they allowed is denied"
 }
 
-// serviceFindings judges a Service's own waypoint labels, which override the namespace's
-// (istio.io/latest/docs/ambient/usage/waypoint; istio/istio#54483 for ingress-use-waypoint).
-// The ztunnel policy this module writes admits only the waypoint, the namespace itself and the
-// admin's L4 exceptions (authz.ZtunnelPolicy), so traffic that skips the waypoint is denied.
+// serviceFindings judges a Service's own waypoint labels, which win over the namespace's. In
+// istio/istio pilot/pkg/serviceregistry/kube/controller/ambient: waypoints.go (getUseWaypoint,
+// fetchWaypointForTarget) reads istio.io/use-waypoint=none on the Service as "opt out of the
+// namespace's waypoint"; ingressUseWaypointFromLabels reads the Service's
+// istio.io/ingress-use-waypoint before the namespace's, and anything strconv.ParseBool does not
+// read as true as false. The ztunnel policy this module writes admits only the waypoint, the
+// namespace itself and the admin's L4 exceptions (authz.ZtunnelPolicy), so traffic that skips the
+// waypoint from anywhere else is denied.
 func serviceFindings(s corev1.Service) []ReadinessFinding {
 	var out []ReadinessFinding
-	f := ReadinessFinding{Kind: "Service", Name: s.Name, Severity: severityBreaks}
-	if s.Labels[label.IoIstioUseWaypoint.Name] == "none" {
-		f.Reason = label.IoIstioUseWaypoint.Name + "=none opts the Service out of the namespace waypoint: its traffic skips the owner's L7 policy " +
-			"and meets only the ztunnel policy, which admits only the waypoint and the namespace, so callers from elsewhere are denied"
-		f.Fix = fmt.Sprintf("remove the label: kubectl -n %s label service %s %s-", s.Namespace, s.Name, label.IoIstioUseWaypoint.Name)
-		out = append(out, f)
+	fix := func(key string) string {
+		return fmt.Sprintf("remove the label: kubectl -n %s label service %s %s-", s.Namespace, s.Name, key)
 	}
-	if s.Labels[label.IoIstioIngressUseWaypoint.Name] == "false" {
-		f.Reason = label.IoIstioIngressUseWaypoint.Name + `="false" sends the ingress gateway straight to the pods, ` +
-			"which the ztunnel policy does not admit, so requests through the Kubeflow gateway are denied"
-		f.Fix = fmt.Sprintf("remove the label: kubectl -n %s label service %s %s-", s.Namespace, s.Name, label.IoIstioIngressUseWaypoint.Name)
-		out = append(out, f)
+	useWaypoint := label.IoIstioUseWaypoint.Name
+	if s.Labels[useWaypoint] == "none" {
+		out = append(out, ReadinessFinding{Kind: "Service", Name: s.Name, Severity: severityBreaks, Fix: fix(useWaypoint),
+			Reason: useWaypoint + "=none opts the Service out of the namespace waypoint: its traffic skips the owner's L7 policy " +
+				"and meets only the ztunnel policy, which admits only the waypoint and the namespace, so callers from elsewhere are denied"})
+	}
+	ingress := label.IoIstioIngressUseWaypoint.Name
+	if v, set := s.Labels[ingress]; set {
+		if on, err := strconv.ParseBool(v); err != nil || !on {
+			out = append(out, ReadinessFinding{Kind: "Service", Name: s.Name, Severity: severityBreaks, Fix: fix(ingress),
+				Reason: fmt.Sprintf("%s=%q on the Service overrides the namespace's label and sends the ingress gateway straight to the pods, "+
+					"which the ztunnel policy does not admit, so requests through the Kubeflow gateway are denied", ingress, v)})
+		}
 	}
 	return out
 }
