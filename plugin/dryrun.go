@@ -73,6 +73,9 @@ type dryRunClient struct {
 	// answers are the server's answers per object, in order, for composing (see compose).
 	answers map[objectKey][]*unstructured.Unstructured
 	base    map[objectKey]*unstructured.Unstructured // as persisted, before the first write
+	// replaced marks objects the run wrote whole (create, update): a later apply's answer,
+	// computed against the persisted object, misses that write.
+	replaced map[objectKey]bool
 }
 
 type objectKey struct {
@@ -82,7 +85,8 @@ type objectKey struct {
 
 func newDryRunClient(c client.Client, reader client.Reader) *dryRunClient {
 	return &dryRunClient{Client: client.NewDryRunClient(c), reader: reader, state: map[objectKey]*unstructured.Unstructured{},
-		answers: map[objectKey][]*unstructured.Unstructured{}, base: map[objectKey]*unstructured.Unstructured{}}
+		answers: map[objectKey][]*unstructured.Unstructured{}, base: map[objectKey]*unstructured.Unstructured{},
+		replaced: map[objectKey]bool{}}
 }
 
 func (d *dryRunClient) log() []DryRunWrite {
@@ -103,11 +107,12 @@ func (d *dryRunClient) Apply(ctx context.Context, ac runtime.ApplyConfiguration,
 	if err != nil {
 		return err
 	}
+	request := u.DeepCopy()
 	if err := d.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
 		return err
 	}
 	o := (&client.ApplyOptions{}).ApplyOptions(opts)
-	d.record("apply", key, fieldManagerPlugin(o.FieldManager), before, u)
+	d.record("apply", key, fieldManagerPlugin(o.FieldManager), before, u, request)
 	return nil
 }
 
@@ -153,19 +158,30 @@ func (d *dryRunClient) write(ctx context.Context, verb string, obj client.Object
 			return err
 		}
 	}
-	d.record(verb, key, plugin, before, after)
+	d.record(verb, key, plugin, before, after, nil)
 	return nil
 }
 
-func (d *dryRunClient) record(verb string, key objectKey, plugin string, before, after *unstructured.Unstructured) {
+// record keeps the write and what the run sees of the object after it. request is the body of an
+// apply, nil for other writes.
+func (d *dryRunClient) record(verb string, key objectKey, plugin string, before, after, request *unstructured.Unstructured) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, seen := d.base[key]; !seen {
 		d.base[key] = before
 	}
-	if after != nil {
+	switch {
+	case after == nil:
+	case d.replaced[key] && request != nil && before != nil:
+		// The run replaced the whole object earlier (a restoring Update), which the server does
+		// not know when it answers this apply: apply the body onto what the run wrote.
+		after = applyOnto(before, request, after)
+	default:
 		d.answers[key] = append(d.answers[key], after.DeepCopy())
 		after = compose(d.base[key], d.answers[key])
+	}
+	if verb == "update" || verb == "create" {
+		d.replaced[key] = true
 	}
 	d.state[key] = after
 	d.writes = append(d.writes, DryRunWrite{Plugin: plugin, Verb: verb, GVK: key.gvk, Namespace: key.namespace, Name: key.name,
@@ -199,6 +215,30 @@ func compose(base *unstructured.Unstructured, answers []*unstructured.Unstructur
 	last.SetLabels(labels)
 	last.SetManagedFields(sortedEntries(managers))
 	return last
+}
+
+// applyOnto is cur with the apply body's fields set, as server-side apply leaves an object whose
+// every field the body names already belongs to the run's own whole write: maps merge, lists and
+// values are the body's (the lists the runner applies are atomic). Server-kept metadata (managed
+// fields, resourceVersion) comes from the server's answer.
+func applyOnto(cur, body, answer *unstructured.Unstructured) *unstructured.Unstructured {
+	out := cur.DeepCopy()
+	mergeInto(out.Object, body.DeepCopy().Object)
+	out.SetManagedFields(answer.GetManagedFields())
+	out.SetResourceVersion(answer.GetResourceVersion())
+	return out
+}
+
+func mergeInto(dst, src map[string]any) {
+	for k, v := range src {
+		if sv, ok := v.(map[string]any); ok {
+			if dv, ok := dst[k].(map[string]any); ok {
+				mergeInto(dv, sv)
+				continue
+			}
+		}
+		dst[k] = v
+	}
 }
 
 // applyLabelDelta applies to labels what answer changed from base.
