@@ -51,3 +51,25 @@ func TestFieldManagerPlugin(t *testing.T) {
 	assert.Empty(t, fieldManagerPlugin("kubectl"))
 	assert.Empty(t, fieldManagerPlugin(""))
 }
+
+// After a restoring Update in the same run, the server answers the apply against the persisted
+// object; the run's view is the apply body on top of what the Update wrote.
+func TestApplyOntoTheRunsOwnWrite(t *testing.T) {
+	restored := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "p", "labels": map[string]any{"a": "1"}, "resourceVersion": "7"},
+		"spec":     map[string]any{"action": "ALLOW", "rules": []any{"new"}},
+	}}
+	body := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "p", "labels": map[string]any{"b": "2"}},
+		"spec":     map[string]any{"rules": []any{"new"}},
+	}}
+	answer := namespaceWith(nil, "profile-plugins/authz")
+	answer.SetResourceVersion("7")
+	answer.Object["spec"] = map[string]any{"action": "ALLOW", "rules": []any{"new"}, "targetRefs": []any{"stale"}}
+
+	got := applyOnto(restored, body, answer)
+	assert.Equal(t, map[string]any{"action": "ALLOW", "rules": []any{"new"}}, got.Object["spec"], "the stale field the Update removed stays removed")
+	assert.Equal(t, map[string]string{"a": "1", "b": "2"}, got.GetLabels())
+	assert.Equal(t, answer.GetManagedFields(), got.GetManagedFields())
+	assert.Equal(t, map[string]any{"action": "ALLOW", "rules": []any{"new"}}, restored.Object["spec"], "cur is not modified")
+}
