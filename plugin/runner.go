@@ -52,6 +52,9 @@ type Runner struct {
 	// Namespaces decides which namespaces are the Profile's to write into; the zero value is
 	// the default rule and refuses AlwaysReserved.
 	Namespaces NamespacePolicy
+	// DryRun sends every write as a server-side dry run (admission and validation answer, nothing
+	// persists) and lists the writes with the server's answers in Result.DryRun; see dryrun.go.
+	DryRun bool
 }
 
 // NewRunner checks the plugins' names and returns a Runner that reads and writes through c.
@@ -100,6 +103,9 @@ type applyObject struct {
 // plugin are recorded in the Result and do not stop the others; only a failure to observe the
 // namespace stops the call.
 func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result {
+	if r.DryRun {
+		return r.dryRun(ctx, (*Runner).Apply, profile)
+	}
 	res := r.newResult()
 	if !r.admitApply(ctx, profile, res) {
 		return res
@@ -155,6 +161,9 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 // and garbage collection, so a finalizer never waits on pods. It is idempotent, and a missing
 // namespace is success.
 func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result {
+	if r.DryRun {
+		return r.dryRun(ctx, (*Runner).Revoke, profile)
+	}
 	res := r.newResult()
 	if !r.admitRevoke(ctx, profile, res) {
 		return res
