@@ -134,21 +134,14 @@ func assertRevokeDryRun(t *testing.T, c client.Client, configPath string, profil
 }
 
 // assertSettled checks a plan after an apply has nothing left to do but what waits (in the
-// namespaces of waiting) and one known runner behaviour: the runner restores and re-applies the
-// owner policy it adopted from kfam on every reconcile, because kfam's managedFields entry keeps
-// a bare "spec" (f:spec: {}) that plugin/intact.go's foreignSpecFields counts as drift. The plan
-// shows that write, as it should; when the runner stops making it, legacy is unchanged too.
+// namespaces of waiting). The owner policy adopted from kfam settles too: kfam's managedFields
+// entry keeps only a bare spec node after the adoption, which owns no field.
 func assertSettled(t *testing.T, r *Report, waiting map[string]bool) {
 	t.Helper()
 	for _, n := range r.Namespaces {
 		assert.Empty(t, n.Labels, "%s: labels", n.Namespace)
 		assert.Equal(t, waiting[n.Namespace], len(n.Waiting) > 0, "%s: waiting %v", n.Namespace, n.Waiting)
 		assert.NotEqual(t, statusAttention, n.Status, n.Namespace)
-		if n.Namespace == "legacy" && len(n.Objects) > 0 {
-			assert.Equal(t, []ObjectChange{{Action: actionUpdate, Kind: "AuthorizationPolicy.security.istio.io", Name: "ns-owner-access-istio", Plugin: "authz"}},
-				n.Objects, "legacy: only the known restore")
-			continue
-		}
 		assert.Empty(t, n.Objects, "%s: objects", n.Namespace)
 	}
 }
