@@ -163,8 +163,12 @@ func newWorld(t *rapid.T, cfg cfgModel, initialEnforce string, skip map[string]b
 			Labels: map[string]string{labelManagedBy: managedByValue, labelPlugin: "authz"}}},
 	}
 	w.store = fake.NewClientBuilder().WithScheme(scheme).WithReturnManagedFields().
-		WithStatusSubresource(&gatewayv1.Gateway{}, &istiosecurityv1.AuthorizationPolicy{}).
-		WithObjects(objs...).Build()
+		WithStatusSubresource(&gatewayv1.Gateway{}, &istiosecurityv1.AuthorizationPolicy{}).Build()
+	// Created as the profiles controller creates them, so managedFields name who set each label
+	// (objects given to WithObjects have no managedFields, which no API server would produce).
+	for _, o := range objs {
+		w.must(w.store.Create(w.ctx, o, client.FieldOwner(profileController)))
+	}
 	if initialEnforce != "" {
 		// What the kubeflow-pss overlay leaves on a namespace before this library runs.
 		w.must(w.store.Patch(w.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: userNS}},
@@ -386,5 +390,8 @@ func (w *world) violate(id, format string, args ...any) {
 	if w.skip[id] {
 		return
 	}
-	w.violations = append(w.violations, id+": "+fmt.Sprintf(format, args...))
+	v := id + ": " + fmt.Sprintf(format, args...)
+	if !slices.Contains(w.violations, v) {
+		w.violations = append(w.violations, v)
+	}
 }
