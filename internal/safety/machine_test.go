@@ -170,7 +170,7 @@ func (m *machine) ForeignCreate(t *rapid.T) {
 			t.Skip("exists")
 		}
 		obj = &gatewayv1.Gateway{
-			ObjectMeta: metav1.ObjectMeta{Name: which, Namespace: userNS, Labels: map[string]string{"istio.io/waypoint-for": "service"}},
+			ObjectMeta: metav1.ObjectMeta{Name: which, Namespace: userNS, Generation: 1, Labels: map[string]string{"istio.io/waypoint-for": "service"}},
 			Spec: gatewayv1.GatewaySpec{GatewayClassName: "istio-waypoint",
 				Listeners: []gatewayv1.Listener{{Name: "mesh", Port: 15008, Protocol: "HBONE"}}},
 		}
@@ -235,6 +235,7 @@ func (m *machine) ForeignDrift(t *rapid.T) {
 		} else {
 			g.Spec.Listeners = []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: "HTTP"}}
 		}
+		g.Generation++ // as the API server counts spec changes
 		w.must(w.store.Update(w.ctx, g, client.FieldOwner(kubectlEdit)))
 		t.Logf("  %s: %s", kubectlEdit, drift)
 		return

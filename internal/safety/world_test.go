@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -327,6 +328,7 @@ func (w *world) write(what string, send func() error) error {
 	err := send()
 	w.lastSnap = nil
 	if err == nil {
+		w.countGenerations(*before)
 		after := w.snap()
 		w.checkWrite(what, *before, after)
 		w.lastSnap = &after
@@ -337,6 +339,30 @@ func (w *world) write(what string, send func() error) error {
 	}
 	w.t.Logf("    runner %s: %v", what, errOrOK(err))
 	return err
+}
+
+// countGenerations does what the fake client does not (see its package doc): a Gateway's
+// metadata.generation starts at 1 and counts its spec changes, so istiod's Programmed condition
+// for an older generation is stale, as on a real API server.
+func (w *world) countGenerations(before snapshot) {
+	gws := &gatewayv1.GatewayList{}
+	w.must(w.store.List(w.ctx, gws, client.InNamespace(userNS)))
+	for i := range gws.Items {
+		g := &gws.Items[i]
+		prev := before.gateways[g.Name]
+		switch {
+		case prev == nil || prev.UID != g.UID:
+			if g.Generation != 0 {
+				continue
+			}
+			g.Generation = 1
+		case !reflect.DeepEqual(prev.Spec, g.Spec) && g.Generation == prev.Generation:
+			g.Generation = prev.Generation + 1
+		default:
+			continue
+		}
+		w.must(w.store.Update(w.ctx, g))
+	}
 }
 
 func errOrOK(err error) string {
