@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/utils/ptr"
-	"pgregory.net/rapid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -120,7 +119,7 @@ func (m cfgModel) build() (*config.Config, error) {
 
 // world is the fake API server, the actors around it and the checker's bookkeeping.
 type world struct {
-	t   *rapid.T
+	t   testLog
 	ctx context.Context
 	// store is the API server as foreign writers, istiod and the kubelet reach it: never faulty.
 	store client.WithWatch
@@ -149,7 +148,13 @@ type world struct {
 	skip       map[string]bool
 }
 
-func newWorld(t *rapid.T, cfg cfgModel, initialEnforce string, skip map[string]bool) *world {
+// testLog is what the world needs of *rapid.T (the state machine) and *testing.T (scenarios).
+type testLog interface {
+	Logf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+func newWorld(t testLog, cfg cfgModel, initialEnforce string, skip map[string]bool) *world {
 	w := &world{t: t, ctx: context.Background(), cfg: cfg, owner: validOwners[0], gitopsLabels: map[string]string{}, skip: skip}
 	profileControlled := []metav1.OwnerReference{{
 		APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: userNS, UID: profileUID,
