@@ -246,6 +246,7 @@ func (w *world) runnerCall(what string, call func(*plugin.Runner) *plugin.Result
 	for _, s := range res.Waiting() {
 		w.t.Logf("    waiting: %s", s)
 	}
+	w.countReached(w.snap())
 	if w.fired == 0 {
 		if what == "revoke" {
 			w.checkRevoked(res, w.snap())
@@ -426,3 +427,40 @@ func (w *world) violate(id, format string, args ...any) {
 		w.violations = append(w.violations, v)
 	}
 }
+
+// reached counts, over every sequence of a run, the states worth reaching after a runner call, so
+// a generator that stops reaching them fails TestRunnerSafety instead of passing vacuously.
+var reached = map[string]int{}
+
+func (w *world) countReached(s snapshot) {
+	count := func(state string, ok bool) {
+		if ok {
+			reached[state]++
+		}
+	}
+	bare := false
+	for _, p := range s.pods {
+		bare = bare || !p.sidecar
+	}
+	enrolled := s.labels[labelDataplane] == "ambient"
+	zt, owner, wp := s.policies[ztunnelPolicy], s.policies[ownerPolicy], s.gateways[waypointName]
+	want := w.wantEnforce()
+	level, _ := s.enforceLevel()
+	count(stateRouted, s.runnerOwns(labelUseWaypoint))
+	count(stateBareAmbient, enrolled && bare)
+	count(stateSidecarKeepsAmbient, w.cfg.mode == config.ModeSidecar && enrolled && bare && s.runnerOwns(labelDataplane))
+	count(stateRevokedWithPods, w.revoked && len(s.pods) > 0)
+	count(stateFaultFired, w.fired > 0)
+	count(stateForeignName, (zt != nil && !isManaged(zt.Labels)) || (owner != nil && !isManaged(owner.Labels)) || (wp != nil && !isManaged(wp.Labels)))
+	count(stateHeld, w.cfg.hold && level < want && len(w.violatingPods(s, want)) > 0)
+}
+
+const (
+	stateRouted              = "the runner routes through a Programmed waypoint"
+	stateBareAmbient         = "a pod without a sidecar runs in an enrolled namespace"
+	stateSidecarKeepsAmbient = "sidecar mode keeps ambient enrolment for a pod without a sidecar"
+	stateRevokedWithPods     = "revoked while pods run"
+	stateFaultFired          = "an injected fault fired during a runner call"
+	stateForeignName         = "a foreign object holds a managed name"
+	stateHeld                = "preflight hold keeps a looser level while pods violate the wanted one"
+)
