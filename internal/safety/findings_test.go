@@ -51,6 +51,10 @@ func TestFindings(t *testing.T) {
 			append(enrolled, setMode(config.ModeSidecar), reconcile)},
 		{"revoke deletes the ztunnel policy after failing to unenrol", "F4", ambient, "",
 			append(enrolled, stopPods, failWrites(1, faultConflict), revoke)},
+		{"revoke deletes the owner policy and the waypoint after failing to withdraw use-waypoint", "F4", ambient, "",
+			[]step{reconcile, istiodSays(true), reconcile, failWrites(1, faultConflict), revoke}},
+		{"a drifted ztunnel policy while the owner is invalid unenrols running pods", "F9", ambient, "",
+			append(enrolled, drift("ztunnel selector"), editOwner("alice@example.com "), reconcile)},
 		{"a wildcard owner reaches the owner policy", "F2", ambient, "",
 			[]step{reconcile, editOwner("*@example.com"), reconcile}},
 	} {

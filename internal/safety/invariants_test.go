@@ -36,8 +36,9 @@ import (
 // After every reconcile in which no injected fault fired (the runner had its chance):
 //
 //	R-ENROL    in ambient mode the namespace is enrolled, so every pod without a sidecar is in
-//	           ambient; excused only when the runner cannot have the ztunnel policy (a foreign
-//	           object holds its name, or the Profile is invalid and the policy never existed).
+//	           ambient; excused only when the runner cannot have an intact ztunnel policy (a
+//	           foreign object holds its name, or the Profile is invalid and the policy is missing
+//	           or drifted, which the failed access plugin cannot repair).
 //	R-ZTUNNEL  enrolled (in ambient mode, or by the runner's own label) ⇒ the managed ztunnel
 //	           policy is present and intact; excused, if the Result reports an error, while a
 //	           foreign object holds the name or the Profile is invalid (the access plugin cannot run).
@@ -232,7 +233,10 @@ func (w *world) checkReconciled(res *plugin.Result, s snapshot) {
 	zt := s.policies[ztunnelPolicy]
 	ztunnelForeign := zt != nil && !managedByPlugin(zt.Labels, "authz")
 	if ambient && s.labels[labelDataplane] != "ambient" {
-		excused := ztunnelForeign || (!w.ownerValid() && zt == nil)
+		// With an invalid Profile the access plugin cannot run, so a ztunnel policy that is missing
+		// or drifted cannot be repaired; an empty namespace may then stay or become unenrolled.
+		// Pods that were covered stay covered all the same (W-COVER).
+		excused := ztunnelForeign || (!w.ownerValid() && s.ztunnelProblem() != "")
 		if !excused {
 			w.violate("R-ENROL", "ambient mode, yet after a fault-free reconcile the namespace is not enrolled (%s=%q); pods outside both data planes: %v",
 				labelDataplane, s.labels[labelDataplane], w.uncovered(s))
