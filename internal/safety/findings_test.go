@@ -55,6 +55,8 @@ func TestFindings(t *testing.T) {
 			[]step{reconcile, istiodSays(true), reconcile, failWrites(1, faultConflict), revoke}},
 		{"a drifted ztunnel policy while the owner is invalid unenrols running pods", "F9", ambient, "",
 			append(enrolled, drift("ztunnel selector"), editOwner("alice@example.com "), reconcile)},
+		{"sidecar mode keeps a pod enrolled but does not re-create the deleted ztunnel policy", "F10", ambient, "",
+			append(enrolled, setMode(config.ModeSidecar), reconcile, deleteObject(ztunnelPolicy), reconcile)},
 		{"a wildcard owner reaches the owner policy", "F2", ambient, "",
 			[]step{reconcile, editOwner("*@example.com"), reconcile}},
 	} {
