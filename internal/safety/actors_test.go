@@ -225,6 +225,16 @@ func (w *world) istiodReports(programmed bool) error {
 	}
 	cond := metav1.Condition{Type: "Programmed", Status: metav1.ConditionFalse, Reason: "AddressNotAssigned",
 		Message: "no endpoints", ObservedGeneration: g.Generation, LastTransitionTime: metav1.Now()}
+	// istiod programs a waypoint only with the one listener it accepts (istio-ambient.md); a Gateway
+	// of class "istio" is an ingress gateway to it, which it programs whatever its listeners.
+	hbone := len(g.Spec.Listeners) == 1 && g.Spec.Listeners[0].Port == 15008 && g.Spec.Listeners[0].Protocol == "HBONE"
+	switch {
+	case g.Spec.GatewayClassName == "istio-waypoint" && !hbone:
+		programmed = false
+		cond.Reason, cond.Message = "Invalid", `Expected a single listener on port 15008 with protocol "HBONE"`
+	case g.Spec.GatewayClassName != "istio-waypoint" && g.Spec.GatewayClassName != "istio":
+		return errNotApplicable // not istiod's class
+	}
 	g.Status.Addresses = nil
 	if programmed {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Programmed", ""
