@@ -24,4 +24,11 @@
 // the runner sets it only when every one of them exists, and otherwise withholds it and reports
 // what it waits for. This is how istio.io/dataplane-mode=ambient waits for the ztunnel policy of
 // another plugin. [Runner.Revoke] runs the other way round: labels go first, objects after.
+//
+// # Whose namespace
+//
+// Before anything else, Apply and Revoke check that the namespace is the Profile's under
+// [Runner.Namespaces] (a [NamespacePolicy]): the Profile controls it, or its owner annotation
+// names the Profile's owner, and its name is not reserved. Apply refuses any other namespace with
+// a [NamespaceError] (an [ErrInput]) and writes nothing; Revoke leaves it alone and succeeds.
 package plugin

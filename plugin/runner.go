@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,6 +49,9 @@ type Runner struct {
 	Plugins []Plugin
 	// WaitRequeue is the requeue delay while a plugin waits; zero means DefaultWaitRequeue.
 	WaitRequeue time.Duration
+	// Namespaces decides which namespaces are the Profile's to write into; the zero value is
+	// the default rule and refuses AlwaysReserved.
+	Namespaces NamespacePolicy
 }
 
 // NewRunner checks the plugins' names and returns a Runner that reads and writes through c.
@@ -94,6 +98,9 @@ type applyObject struct {
 // others; only a failure to observe the namespace stops the call.
 func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result {
 	res := r.newResult()
+	if !r.admitApply(ctx, profile, res) {
+		return res
+	}
 	if profile.UID == "" {
 		res.Errors = append(res.Errors, fmt.Errorf("profile %q has no UID: pass the object read from the API server", profile.Name))
 		return res
@@ -139,6 +146,9 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 // plugins made there. It is idempotent, and a missing namespace is success.
 func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result {
 	res := r.newResult()
+	if !r.admitRevoke(ctx, profile, res) {
+		return res
+	}
 	ns, obs, err := r.observe(ctx, profile.Name)
 	if errors.Is(err, ErrNamespaceNotFound) {
 		return res
@@ -374,7 +384,9 @@ type gvkKey struct {
 }
 
 func gvkFor(s *runtime.Scheme, obj runtime.Object) (schema.GroupVersionKind, error) {
-	if _, ok := obj.(runtime.Unstructured); ok {
+	switch obj.(type) {
+	// One Go type stands for many kinds here: the kind is in the object, never cache it by type.
+	case runtime.Unstructured, *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
 		return apiutil.GVKForObject(obj, s)
 	}
 	key := gvkKey{s, reflect.TypeOf(obj)}

@@ -12,6 +12,7 @@ import (
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -88,7 +89,8 @@ type env struct {
 func newEnv(t *testing.T, objs ...client.Object) *env {
 	t.Helper()
 	e := &env{}
-	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "ml"}}}
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "ml"},
+		Annotations: map[string]string{plugin.OwnerAnnotation: "alice@example.com"}}}
 	e.Client = fake.NewClientBuilder().
 		WithScheme(plugin.NewScheme()).
 		WithReturnManagedFields().
@@ -487,7 +489,7 @@ func TestRetryableTellsInputErrorsFromAPIErrors(t *testing.T) {
 	assert.False(t, res.Retryable(), "a plugin's refusal does not go away by retrying")
 
 	failing := fake.NewClientBuilder().WithScheme(plugin.NewScheme()).WithObjects(
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}).WithInterceptorFuncs(interceptor.Funcs{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: map[string]string{plugin.OwnerAnnotation: "alice@example.com"}}}).WithInterceptorFuncs(interceptor.Funcs{
 		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
 			return apierrors.NewServiceUnavailable("etcd is down")
 		},
@@ -552,4 +554,18 @@ func (p *enrolmentPlugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	d, err := p.testPlugin.Generate(t)
 	d.Enrolment = p.enrolment
 	return d, err
+}
+
+// Metadata-only lists share one Go type across kinds; the kind must come from the object.
+func TestGVKOfMetadataListsIsNotCachedByType(t *testing.T) {
+	s := plugin.NewScheme()
+	rb := &metav1.PartialObjectMetadataList{}
+	rb.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBindingList"))
+	cm := &metav1.PartialObjectMetadataList{}
+	cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	for _, l := range []*metav1.PartialObjectMetadataList{rb, cm, rb} {
+		got, err := plugin.GVKFor(s, l)
+		require.NoError(t, err)
+		assert.Equal(t, l.GroupVersionKind(), got)
+	}
 }

@@ -183,12 +183,24 @@ func TestPodsLeftWithASidecarAreListed(t *testing.T) {
 }
 
 func TestClusterDefaultDenyGolden(t *testing.T) {
-	p := waypoint.ClusterDefaultDeny(config.Default())
+	p, err := waypoint.ClusterDefaultDeny(config.Default())
+	require.NoError(t, err)
 	assert.Empty(t, p.Spec.Rules, "an ALLOW policy with no rules allows nothing")
 	assert.Nil(t, p.Spec.Selector)
 	out, err := plugin.EncodeYAML(plugin.NewScheme(), p)
 	require.NoError(t, err)
 	golden.Assert(t, "waypoint/cluster-default-deny.yaml", out)
+}
+
+// istiod attaches a GatewayClass-targeted policy only for istio-waypoint: with a custom class the
+// default-deny would be ignored, so it is refused rather than emitted.
+func TestClusterDefaultDenyRefusesCustomClass(t *testing.T) {
+	cfg := fixture.Config(t, "mesh: {waypoint: {className: corp-waypoint}}\n")
+	p, err := waypoint.ClusterDefaultDeny(cfg)
+	require.Error(t, err)
+	assert.Nil(t, p)
+	assert.Contains(t, err.Error(), `mesh.waypoint.className "corp-waypoint"`)
+	golden.Assert(t, "waypoint/cluster-custom-class-error.txt", []byte(err.Error()+"\n"))
 }
 
 // A shared waypoint is refused with the reason, rather than emitted in a form that fails open.
