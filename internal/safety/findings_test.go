@@ -57,6 +57,8 @@ func TestFindings(t *testing.T) {
 			append(enrolled, drift("ztunnel selector"), editOwner("alice@example.com "), reconcile)},
 		{"sidecar mode keeps a pod enrolled but does not re-create the deleted ztunnel policy", "F10", ambient, "",
 			append(enrolled, setMode(config.ModeSidecar), reconcile, deleteObject(ztunnelPolicy), reconcile)},
+		{"preflight hold keeps a level another writer loosened", "F11", cfgModel{mode: config.ModeAmbient, enforce: restricted, hold: true}, "",
+			[]step{reconcile, gitopsSets(labelEnforce, "baseline"), startPod(baseline, false), reconcile}},
 		{"a wildcard owner reaches the owner policy", "F2", ambient, "",
 			[]step{reconcile, editOwner("*@example.com"), reconcile}},
 	} {
