@@ -63,13 +63,15 @@ func TestRunnerSafety(t *testing.T) {
 		t.Logf("start: %s; namespace %s enforce label %q", cfg, userNS, initial)
 		t.Repeat(rapid.StateMachineActions(&machine{w}))
 	})
-	// A passing run must have reached the states the invariants are about; with few sequences
-	// (a -rapid.checks below 100) some may rightly be missed.
+	// A passing long run (make fuzz) must have reached the states the invariants are about. The
+	// short run only logs the counts: routing through a Programmed waypoint happens in a few
+	// percent of the sequences, so 200 of them could miss it by chance, and a test that fails by
+	// chance is a flaky one.
 	checks, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
 	for _, state := range []string{stateRouted, stateBareAmbient, stateSidecarKeepsAmbient, stateRevokedWithPods,
 		stateFaultFired, stateForeignName, stateHeld} {
 		t.Logf("%6d runner calls ended with: %s", reached[state], state)
-		if checks >= 100 && len(skip) == 0 {
+		if checks >= 1000 && len(skip) == 0 {
 			if reached[state] == 0 {
 				t.Errorf("no sequence reached the state %q: the generator no longer exercises it", state)
 			}
