@@ -306,3 +306,39 @@ func TestConverterRefusesBadTargets(t *testing.T) {
 		})
 	}
 }
+
+// The ztunnel policy follows the mode, and the ambient label while the runner holds it: after a
+// switch away from ambient the runner keeps the label while pods depend on it, and the policy that
+// protects them there stays intact meanwhile.
+func TestZtunnelPolicyStaysWhileAmbientIsHeld(t *testing.T) {
+	held := plugin.Observed{Held: map[string]string{"istio.io/dataplane-mode": "ambient"}}
+	other := plugin.Observed{Held: map[string]string{"istio.io/dataplane-mode": "none"}}
+	names := func(d plugin.Desired) []string {
+		var out []string
+		for _, o := range d.Objects {
+			out = append(out, o.GetName())
+		}
+		return out
+	}
+	cases := []struct {
+		mode    config.MeshMode
+		obs     plugin.Observed
+		objects []string
+	}{
+		{config.ModeAmbient, held, []string{"ns-owner-access-istio", "ns-owner-access-istio-ztunnel"}},
+		{config.ModeAmbient, other, []string{"ns-owner-access-istio", "ns-owner-access-istio-ztunnel"}},
+		{config.ModeSidecar, held, []string{"ns-owner-access-istio", "ns-owner-access-istio-ztunnel"}},
+		{config.ModeSidecar, other, []string{"ns-owner-access-istio"}},
+		{config.ModeSidecar, plugin.Observed{Labels: map[string]string{"istio.io/dataplane-mode": "ambient"}}, []string{"ns-owner-access-istio"}},
+		{config.ModeNone, held, []string{"ns-owner-access-istio-ztunnel"}},
+		{config.ModeNone, other, nil},
+	}
+	for _, tc := range cases {
+		cfg := config.Default()
+		cfg.Mesh.Mode = tc.mode
+		d, err := authz.New(cfg).Generate(plugin.Target{Namespace: ns, Owner: owner, Observed: tc.obs})
+		require.NoError(t, err)
+		assert.Equal(t, tc.objects, names(d), "%s with %v", tc.mode, tc.obs)
+		assert.Empty(t, d.Waiting)
+	}
+}

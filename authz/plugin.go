@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"istio.io/api/label"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,8 +49,14 @@ var policyGK = schema.GroupKind{Group: istiosecurityv1.SchemeGroupVersion.Group,
 // Generate implements plugin.Plugin.
 func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	cfg := p.cfg
+	var d plugin.Desired
+	// After a switch away from ambient the runner keeps the namespace there while pods depend on
+	// it (see plugin.DataPlane); the L4 policy that protects them stays, intact, as long as it does.
+	if cfg.Mesh.Mode == config.ModeAmbient || t.Observed.Held[label.IoIstioDataplaneMode.Name] == "ambient" {
+		d.Objects = append(d.Objects, ZtunnelPolicy(cfg, t.Namespace))
+	}
 	if cfg.Mesh.Mode == config.ModeNone {
-		return plugin.Desired{}, nil
+		return d, nil
 	}
 	if err := ownerKindIsUser(t); err != nil {
 		return plugin.Desired{}, err
@@ -58,12 +65,9 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	if err != nil {
 		return plugin.Desired{}, err
 	}
-	d := plugin.Desired{Objects: []client.Object{owner}}
+	d.Objects = append([]client.Object{owner}, d.Objects...)
 	if cfg.Authorization.AdoptOwnerPolicy {
 		d.Adopt = append(d.Adopt, plugin.Ref{GroupKind: policyGK, Name: owner.Name})
-	}
-	if cfg.Mesh.Mode == config.ModeAmbient {
-		d.Objects = append(d.Objects, ZtunnelPolicy(cfg, t.Namespace))
 	}
 
 	switch cfg.Authorization.Contributors {

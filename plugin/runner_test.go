@@ -320,7 +320,7 @@ func TestLabelWaitsForTheObjectItRequires(t *testing.T) {
 	require.Error(t, res.Err(), "authz failed")
 	assert.NotContains(t, e.namespace(t).Labels, "istio.io/dataplane-mode", "must not enrol before the ztunnel policy exists")
 	assert.Equal(t, "x", e.namespace(t).Labels["other"], "ungated labels still apply")
-	assert.Equal(t, []string{"mesh: label istio.io/dataplane-mode withheld until AuthorizationPolicy.security.istio.io/ztunnel exists"}, res.Waiting())
+	assert.Equal(t, []string{"mesh: label istio.io/dataplane-mode withheld: AuthorizationPolicy.security.istio.io/ztunnel does not exist"}, res.Waiting())
 	assert.Equal(t, plugin.DefaultWaitRequeue, res.RequeueAfter())
 
 	// Once the other plugin produces the policy, the same single Apply creates it and then labels.
@@ -568,4 +568,31 @@ func TestGVKOfMetadataListsIsNotCachedByType(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, l.GroupVersionKind(), got)
 	}
+}
+
+// A routing label whose value changes is withdrawn before the objects change too, and set again
+// with its new value after them.
+func TestEnrolmentLabelWhoseValueChangesIsWithdrawnFirst(t *testing.T) {
+	e := newEnv(t)
+	var order []string
+	c := interceptor.NewClient(e.Client.(client.WithWatch), interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if ac, ok := obj.(*corev1ac.NamespaceApplyConfiguration); ok {
+				order = append(order, "labels use-waypoint="+ac.Labels["use-waypoint"])
+			} else {
+				order = append(order, "object")
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	p := &testPlugin{name: "mesh", objects: func(plugin.Target) []client.Object { return []client.Object{policy("owner", "a")} },
+		labels: map[string]string{"use-waypoint": "a"}}
+	r := newRunner(t, c, &enrolmentPlugin{p, []string{"use-waypoint"}})
+	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
+
+	order = nil
+	p.objects = func(plugin.Target) []client.Object { return []client.Object{policy("owner", "b")} }
+	p.labels = map[string]string{"use-waypoint": "b"}
+	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
+	assert.Equal(t, []string{"labels use-waypoint=", "object", "labels use-waypoint=b"}, order)
 }

@@ -92,7 +92,8 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// ztunnelStandIn plays the authz plugin's part: the ztunnel policy the enrolment label waits for.
+// ztunnelStandIn plays the authz plugin's part: the ztunnel and owner policies the enrolment and
+// routing labels wait for.
 type ztunnelStandIn struct{ cfg *config.Config }
 
 func (ztunnelStandIn) Name() string { return "authz-stand-in" }
@@ -107,7 +108,10 @@ func standInObjects(cfg *config.Config) []client.Object {
 	if cfg.Mesh.Mode != config.ModeAmbient {
 		return nil
 	}
-	return []client.Object{&istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: cfg.Authorization.ZtunnelPolicyName}}}
+	return []client.Object{
+		&istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: cfg.Authorization.ZtunnelPolicyName}},
+		&istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: cfg.Authorization.OwnerPolicyName}},
+	}
 }
 
 func TestWithoutTheZtunnelPolicyTheNamespaceIsNotEnrolled(t *testing.T) {
@@ -117,7 +121,7 @@ func TestWithoutTheZtunnelPolicyTheNamespaceIsNotEnrolled(t *testing.T) {
 	assert.NotContains(t, labels, "istio.io/dataplane-mode")
 	assert.NotContains(t, labels, "istio.io/use-waypoint")
 	assert.Equal(t, "disabled", labels["istio-injection"])
-	assert.Contains(t, r.Waiting, "waypoint: label istio.io/dataplane-mode withheld until AuthorizationPolicy.security.istio.io/ns-owner-access-istio-ztunnel exists")
+	assert.Contains(t, r.Waiting, "waypoint: label istio.io/dataplane-mode withheld: AuthorizationPolicy.security.istio.io/ns-owner-access-istio-ztunnel does not exist")
 }
 
 func TestReady(t *testing.T) {

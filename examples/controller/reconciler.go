@@ -49,6 +49,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := res.Err(); err != nil {
 			return ctrl.Result{}, err
 		}
+		if after := res.RequeueAfter(); after > 0 {
+			// Pods still depend on the namespace's data plane: the finalizer stays until they go.
+			return ctrl.Result{RequeueAfter: after}, nil
+		}
 		r.Metrics.forget(profile.Name)
 		r.forget(profile.Name)
 		if controllerutil.RemoveFinalizer(profile, Finalizer) {
