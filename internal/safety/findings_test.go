@@ -59,6 +59,10 @@ func TestFindings(t *testing.T) {
 			append(enrolled, setMode(config.ModeSidecar), reconcile, deleteObject(ztunnelPolicy), reconcile)},
 		{"preflight hold keeps a level another writer loosened", "F11", cfgModel{mode: config.ModeAmbient, enforce: restricted, hold: true}, "",
 			[]step{reconcile, gitopsSets(labelEnforce, "baseline"), startPod(baseline, false), reconcile}},
+		{"a drifted owner policy keeps use-waypoint while the owner is invalid (targetRefs removed)", "F12", ambient, "",
+			[]step{reconcile, istiodSays(true), reconcile, editOwner("alice@example.com "), drift("owner targetRefs removed"), reconcile}},
+		{"a drifted owner policy keeps use-waypoint while the owner is invalid (action AUDIT)", "F12", ambient, "",
+			[]step{reconcile, istiodSays(true), reconcile, editOwner("alice@example.com "), drift("owner action AUDIT"), reconcile}},
 		{"a wildcard owner reaches the owner policy", "F2", ambient, "",
 			[]step{reconcile, editOwner("*@example.com"), reconcile}},
 	} {
