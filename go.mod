@@ -14,6 +14,7 @@ require (
 	k8s.io/apimachinery v0.36.3
 	k8s.io/client-go v0.36.3
 	k8s.io/pod-security-admission v0.36.3
+	pgregory.net/rapid v1.3.0
 	sigs.k8s.io/controller-runtime v0.24.1
 	sigs.k8s.io/gateway-api v1.6.0
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
