@@ -178,12 +178,20 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 	}
 	held := holdDataPlane(r.Plugins, ns, obs.Pods)
 	leaving := ns.DeletionTimestamp != nil || controlledBy(ns, profile)
+	labelsFailed := false
 	for i, p := range r.Plugins {
 		pl := &planned{plugin: p, res: &res.Plugins[i]}
+		failed := len(pl.res.Errors)
 		r.applyLabels(ctx, pl, ns, held.labelsOf(p.Name()))
+		labelsFailed = labelsFailed || len(pl.res.Errors) > failed
 		if !leaving {
 			pl.res.Waiting = append(pl.res.Waiting, held.waiting(p.Name())...)
 		}
+	}
+	if labelsFailed {
+		// A label that could not be taken off may still route traffic to, or enrol pods behind,
+		// the objects: they stay until the next Revoke has taken the labels off.
+		return res
 	}
 	for i, p := range r.Plugins {
 		r.prune(ctx, &planned{plugin: p, res: &res.Plugins[i]}, obs, held.refs)
