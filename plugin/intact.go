@@ -37,6 +37,15 @@ var meaningAnnotations = []string{annotation.IoIstioDryRun.Name}
 // The result maps manager to sorted paths; an Update by the plugin's own manager is listed under
 // its name.
 func foreignSpecFields(obj client.Object, pluginName string) map[string][]string {
+	return foreignSpecFieldsFor(obj, pluginName, nil)
+}
+
+// foreignSpecFieldsFor is foreignSpecFields knowing the apply body about to be sent (nil when
+// unknown). A field the plugin's own restoring Update holds is drift even while the plugin's apply
+// co-owns it, once the body no longer sets it: the apply then lets go of the field, the Update
+// entry keeps it, and it would outlive the plugin's wish (targetRefs on a policy after a switch
+// to sidecar mode, which attaches the policy to nothing).
+func foreignSpecFieldsFor(obj client.Object, pluginName string, body map[string]any) map[string][]string {
 	mine := FieldManager(pluginName)
 	if !slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
 		return e.Subresource == "" && (e.Manager != mine || e.Operation != metav1.ManagedFieldsOperationApply)
@@ -68,6 +77,17 @@ func foreignSpecFields(obj client.Object, pluginName string) map[string][]string
 		}
 		maps.Copy(foreign[e.Manager], paths)
 	}
+	if body != nil {
+		for _, root := range contentRoots {
+			desired, _ := body[root].(map[string]any)
+			for p := range own {
+				rest, below := strings.CutPrefix(p, root+".")
+				if top, _, _ := strings.Cut(rest, "."); below && desired[top] == nil {
+					delete(own, p)
+				}
+			}
+		}
+	}
 	out := map[string][]string{}
 	for manager, paths := range foreign {
 		for p := range paths {
@@ -88,7 +108,10 @@ func foreignSpecFields(obj client.Object, pluginName string) map[string][]string
 func contentPaths(fields map[string]any) map[string]bool {
 	paths := map[string]bool{}
 	for _, root := range contentRoots {
-		if tree, ok := fields["f:"+root].(map[string]any); ok {
+		// A bare node owns no field: it is what a writer's entry keeps once every field it set
+		// was taken over (the previous writer of an adopted policy). A field set atomically still
+		// shows as a leaf below it ("f:targetRefs": {}), so it is not skipped here.
+		if tree, ok := fields["f:"+root].(map[string]any); ok && len(tree) > 0 {
 			fieldPaths(root, tree, paths)
 		}
 	}
