@@ -5,10 +5,12 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,4 +50,45 @@ func TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint(t *testing.T) {
 	assert.Empty(t, labels["istio.io/use-waypoint"], "the namespace is routed through a waypoint patched by a ConfigMap the plugin did not make")
 	assert.Empty(t, labels["istio.io/ingress-use-waypoint"])
 	assert.Equal(t, "ambient", labels["istio.io/dataplane-mode"])
+}
+
+// On a real API server: another writer's istio.io/dry-run "true" on the policies and another
+// key in the waypoint's patch ConfigMap are drift, restored in one call with the writer named, and
+// quiet after (see plugin/hardening_test.go for the findings).
+func TestDryRunAnnotationAndPatchConfigMapKeysAreRestored(t *testing.T) {
+	h := newHarness(t, config.ModeAmbient)
+	c := h.env.Client
+	const ns = "hardening-drift"
+	h.enrol(ns, "oscar@example.com")
+	for _, name := range []string{"ns-owner-access-istio-ztunnel", "ns-owner-access-istio"} {
+		pol := &istiosecurityv1.AuthorizationPolicy{}
+		require.True(t, h.exists(pol, ns, name))
+		require.Equal(t, "false", pol.Annotations["istio.io/dry-run"])
+		pol.Annotations["istio.io/dry-run"] = "true"
+		require.NoError(t, c.Update(context.Background(), pol, client.FieldOwner("gitops")))
+	}
+	cm := &corev1.ConfigMap{}
+	require.True(t, h.exists(cm, ns, "waypoint-seccomp"))
+	want := cm.Data
+	cm.Data = map[string]string{"deployment": want["deployment"], "serviceAccount": "metadata:\n  annotations: {x: y}\n"}
+	require.NoError(t, c.Update(context.Background(), cm, client.FieldOwner("kubectl-edit")))
+
+	res := h.r.Runner.Apply(context.Background(), h.profile(ns))
+	require.NoError(t, res.Err())
+	warnings := strings.Join(res.Warnings(), "\n")
+	for _, name := range []string{"ns-owner-access-istio-ztunnel", "ns-owner-access-istio"} {
+		assert.Contains(t, warnings, "AuthorizationPolicy.security.istio.io/"+name+" was changed by another writer (gitops set metadata.annotations.istio.io/dry-run)")
+		pol := &istiosecurityv1.AuthorizationPolicy{}
+		require.True(t, h.exists(pol, ns, name))
+		assert.Equal(t, "false", pol.Annotations["istio.io/dry-run"])
+	}
+	assert.Contains(t, warnings, "ConfigMap/waypoint-seccomp was changed by another writer (kubectl-edit set data.serviceAccount)")
+	require.True(t, h.exists(cm, ns, "waypoint-seccomp"))
+	assert.Equal(t, want, cm.Data)
+	assert.Equal(t, "waypoint", h.labels(ns)["istio.io/use-waypoint"], "restored in the same call: routing stays")
+
+	res = h.r.Runner.Apply(context.Background(), h.profile(ns))
+	require.NoError(t, res.Err())
+	assert.False(t, res.Changed(), res.String())
+	assert.Empty(t, res.Warnings())
 }
