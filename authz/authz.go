@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"istio.io/api/annotation"
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	typev1beta1 "istio.io/api/type/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -25,8 +26,17 @@ const (
 // kernelsPath is what the notebook controller polls to cull idle notebooks.
 const kernelsPath = "*/api/kernels"
 
-// newPolicy returns an empty ALLOW policy with the typed metadata every generator uses.
+// newPolicy returns an empty ALLOW policy with the typed metadata every generator uses. It states
+// istio.io/dry-run "false": istiod enforces no policy marked "true" (istio/istio
+// pilot/pkg/serviceregistry/ambient/authorization.go, convertAuthorizationPolicy, sends it to no
+// ztunnel; pilot/pkg/security/authz/builder/builder.go, isDryRun, makes it shadow rules in
+// proxies), so the value is part of the desired state: another writer's "true" is drift, restored
+// and reported.
 func newPolicy(name, namespace string, annotations map[string]string) *istiosecurityv1.AuthorizationPolicy {
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[annotation.IoIstioDryRun.Name] = "false"
 	return &istiosecurityv1.AuthorizationPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: istiosecurityv1.SchemeGroupVersion.String(), Kind: "AuthorizationPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: annotations},

@@ -94,6 +94,7 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 		}
 	}
 	d.Errors = append(d.Errors, foreignContributorWildcards(cfg, t.Observed)...)
+	d.Warnings = append(d.Warnings, foreignAllowAll(cfg, t.Observed)...)
 	return d, nil
 }
 

@@ -18,12 +18,13 @@
 //
 // Each enrolment label requires protective objects ([Desired.LabelRequires]):
 // istio.io/dataplane-mode=ambient requires the ztunnel policy; istio.io/use-waypoint and
-// istio.io/ingress-use-waypoint require the owner policy, the ztunnel policy and a Programmed
-// waypoint Gateway. A label is set, or kept, only while each requirement exists, carries its
+// istio.io/ingress-use-waypoint require the owner policy, the ztunnel policy, a Programmed
+// waypoint Gateway and (with the seccomp patch) the ConfigMap istiod patches the waypoint with. A label is set, or kept, only while each requirement exists, carries its
 // plugin's labels and is intact. Intact means its meaning, not its bytes: the desired fields hold
 // their values (enums such as action: ALLOW are stated, not left to the zero value), and no other
-// field manager owns a spec field the plugin does not set (an action, selector, targetRefs or extra
-// rule on a policy; a class, listener or infrastructure on a Gateway). Such drift is restored to
+// field manager owns a content field the plugin does not set (an action, selector, targetRefs or
+// extra rule on a policy; a class, listener or infrastructure on a Gateway; a key of a ConfigMap's
+// data; an istio.io/dry-run annotation, which switches a policy off). Such drift is restored to
 // exactly the desired spec in the same call, with a warning naming the other manager, and a label
 // already set stays only if the restore succeeds. A label is withdrawn only when a requirement is
 // really gone, broken, or the label is no longer wanted; never because a plugin's generation failed

@@ -8,20 +8,44 @@ import (
 	"sort"
 	"strings"
 
+	"istio.io/api/annotation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// foreignSpecFields lists, per field manager other than the plugin's own, the spec fields that
-// manager owns and the plugin does not: fields another writer added or took over. Each of them
-// may change what a protective object means (an AuthorizationPolicy's action, selector or
-// targetRefs; a Gateway's listeners), and server-side apply cannot take them away. Status
-// writers (istiod on a Gateway) are not counted: they write a subresource. Fields the API server
-// defaulted belong to no manager and are not counted either.
+// contentRoots are the top-level fields that say what an object does: a policy's or Gateway's
+// spec, and a ConfigMap's data and binaryData (istiod applies every key of the waypoint's patch
+// ConfigMap to the waypoint's Deployment, Service, ServiceAccount, ...).
+var contentRoots = []string{"spec", "data", "binaryData"}
+
+// meaningAnnotations are the annotations that change what an object does, kept as desired like
+// its spec: istio.io/dry-run "true" on an AuthorizationPolicy switches it off (istiod sends it to
+// no ztunnel and turns it into shadow rules in proxies: istio/istio
+// pilot/pkg/serviceregistry/ambient/authorization.go, convertAuthorizationPolicy, and
+// pilot/pkg/security/authz/builder/builder.go, isDryRun). A plugin that sets one states its value
+// in the object; a restore sets it to that value, or removes it when the plugin does not set it.
+var meaningAnnotations = []string{annotation.IoIstioDryRun.Name}
+
+// foreignSpecFields lists, per field manager other than the plugin's own, the content fields
+// (spec, data, binaryData and the [meaningAnnotations]) that manager owns and the plugin does
+// not: fields another writer added or took over. Each of them may change what a protective
+// object means (an AuthorizationPolicy's action, selector, targetRefs or dry-run; a Gateway's
+// listeners; another key in the waypoint's patch ConfigMap), and server-side apply cannot take
+// them away. Status writers (istiod on a Gateway) are not counted: they write a subresource.
+// Fields the API server defaulted belong to no manager and are not counted either.
 // The result maps manager to sorted paths; an Update by the plugin's own manager is listed under
 // its name.
 func foreignSpecFields(obj client.Object, pluginName string) map[string][]string {
+	return foreignSpecFieldsFor(obj, pluginName, nil)
+}
+
+// foreignSpecFieldsFor is foreignSpecFields knowing the apply body about to be sent (nil when
+// unknown). A field the plugin's own restoring Update holds is drift even while the plugin's apply
+// co-owns it, once the body no longer sets it: the apply then lets go of the field, the Update
+// entry keeps it, and it would outlive the plugin's wish (targetRefs on a policy after a switch
+// to sidecar mode, which attaches the policy to nothing).
+func foreignSpecFieldsFor(obj client.Object, pluginName string, body map[string]any) map[string][]string {
 	mine := FieldManager(pluginName)
 	if !slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
 		return e.Subresource == "" && (e.Manager != mine || e.Operation != metav1.ManagedFieldsOperationApply)
@@ -38,12 +62,10 @@ func foreignSpecFields(obj client.Object, pluginName string) map[string][]string
 		if json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
 			continue
 		}
-		spec, ok := fields["f:spec"].(map[string]any)
-		if !ok {
+		paths := contentPaths(fields)
+		if len(paths) == 0 {
 			continue
 		}
-		paths := map[string]bool{}
-		fieldPaths("spec", spec, paths)
 		// Only the plugin's apply owns fields for good: the fields of its own restoring Update
 		// (below) are not removed when the plugin stops setting them, so they must show as drift.
 		if e.Manager == mine && e.Operation == metav1.ManagedFieldsOperationApply {
@@ -55,6 +77,17 @@ func foreignSpecFields(obj client.Object, pluginName string) map[string][]string
 		}
 		maps.Copy(foreign[e.Manager], paths)
 	}
+	if body != nil {
+		for _, root := range contentRoots {
+			desired, _ := body[root].(map[string]any)
+			for p := range own {
+				rest, below := strings.CutPrefix(p, root+".")
+				if top, _, _ := strings.Cut(rest, "."); below && desired[top] == nil {
+					delete(own, p)
+				}
+			}
+		}
+	}
 	out := map[string][]string{}
 	for manager, paths := range foreign {
 		for p := range paths {
@@ -62,9 +95,34 @@ func foreignSpecFields(obj client.Object, pluginName string) map[string][]string
 				out[manager] = append(out[manager], p)
 			}
 		}
+		if len(out[manager]) == 0 {
+			delete(out, manager)
+			continue
+		}
 		sort.Strings(out[manager])
 	}
 	return out
+}
+
+// contentPaths is the set of content fields one managedFields entry holds.
+func contentPaths(fields map[string]any) map[string]bool {
+	paths := map[string]bool{}
+	for _, root := range contentRoots {
+		// A bare node owns no field: it is what a writer's entry keeps once every field it set
+		// was taken over (the previous writer of an adopted policy). A field set atomically still
+		// shows as a leaf below it ("f:targetRefs": {}), so it is not skipped here.
+		if tree, ok := fields["f:"+root].(map[string]any); ok && len(tree) > 0 {
+			fieldPaths(root, tree, paths)
+		}
+	}
+	md, _ := fields["f:metadata"].(map[string]any)
+	ann, _ := md["f:annotations"].(map[string]any)
+	for _, a := range meaningAnnotations {
+		if _, ok := ann["f:"+a]; ok {
+			paths["metadata.annotations."+a] = true
+		}
+	}
+	return paths
 }
 
 // fieldPaths collects the leaves of a managedFields (FieldsV1) tree as dotted paths: "f:x" is a
@@ -111,8 +169,9 @@ func describeForeign(foreign map[string][]string) string {
 	return strings.Join(parts, "; ")
 }
 
-// restoredBody is cur with exactly the desired spec and the desired labels, annotations and
-// owner reference laid over its metadata, for an Update that carries cur's resourceVersion as
+// restoredBody is cur with exactly the desired content (spec, data, binaryData and meaning
+// annotations) and the desired labels, annotations and owner reference laid over its metadata,
+// for an Update that carries cur's resourceVersion as
 // precondition. Other writers' metadata (labels, annotations, finalizers, owners) is kept: it does
 // not change what the object protects, and removing it is not the plugin's business. Status is
 // kept as observed; the API server ignores it on the main resource anyway.
@@ -126,10 +185,12 @@ func restoredBody(cur client.Object, desired map[string]any) (*unstructured.Unst
 	u.SetKind((&unstructured.Unstructured{Object: desired}).GetKind())
 	u.SetManagedFields(nil)
 	want := &unstructured.Unstructured{Object: desired}
-	if spec, ok := desired["spec"]; ok {
-		m["spec"] = spec
-	} else {
-		delete(m, "spec")
+	for _, root := range contentRoots {
+		if v, ok := desired[root]; ok {
+			m[root] = v
+		} else {
+			delete(m, root)
+		}
 	}
 	labels := u.GetLabels()
 	if labels == nil {
@@ -140,6 +201,9 @@ func restoredBody(cur client.Object, desired map[string]any) (*unstructured.Unst
 	ann := u.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
+	}
+	for _, a := range meaningAnnotations {
+		delete(ann, a) // back to the desired value below, or to absent
 	}
 	maps.Copy(ann, want.GetAnnotations())
 	u.SetAnnotations(ann)

@@ -287,12 +287,21 @@ func TestReplacedOwnerPolicyWithdrawsUseWaypoint(t *testing.T) {
 	assert.Equal(t, "ambient", m.labels()[dataplaneMode])
 }
 
-// A conflict on an object that no enrolment label requires takes nothing down.
+// A conflict on an object that no enrolment label requires takes nothing down: here a
+// contributor's policy, whose name another of this library's plugins holds. (The waypoint's
+// seccomp ConfigMap is no such object: the routing labels require it.)
 func TestUnrelatedConflictKeepsEnrolment(t *testing.T) {
 	m := newMesh(t)
+	m.cfg.Authorization.Contributors = config.ContributorsByPlugin
 	m.enrol()
-	require.NoError(t, m.c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "waypoint-seccomp", Namespace: ns}}))
-	require.NoError(t, m.c.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "waypoint-seccomp", Namespace: ns}}))
+	bob := authz.ContributorPolicyName("bob@example.com", authz.RoleEdit)
+	require.NoError(t, m.c.Create(context.Background(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: bob, Namespace: ns, Annotations: map[string]string{authz.UserAnnotation: "bob@example.com", authz.RoleAnnotation: authz.RoleEdit}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "kubeflow-edit"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "bob@example.com"}},
+	}))
+	require.NoError(t, m.c.Create(context.Background(), &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: bob, Namespace: ns,
+		Labels: map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: waypoint.PluginName}}}))
 	res := m.apply()
 	var conflict *plugin.ConflictError
 	require.ErrorAs(t, res.Err(), &conflict)
@@ -779,4 +788,31 @@ func TestReadOnlyKindsAreNeverPruned(t *testing.T) {
 	require.NoError(t, m.apply().Err())
 	require.NoError(t, m.c.Get(context.Background(), client.ObjectKeyFromObject(rb), &rbacv1.RoleBinding{}))
 	assert.NotContains(t, m.writes, "delete RoleBinding/namespaceAdmin")
+}
+
+// A Revoke whose label write fails deletes nothing: the labels still route traffic to, and enrol
+// pods behind, the policies and the waypoint. The next Revoke finishes the job.
+func TestRevokeDeletesNothingWhileItsLabelsCouldNotBeTakenOff(t *testing.T) {
+	m := newMesh(t)
+	m.enrol()
+	m.fail = func(verb string, obj any) error {
+		if describe(obj) == "labels " {
+			return apierrors.NewServiceUnavailable("injected")
+		}
+		return nil
+	}
+	res := m.runner.Revoke(context.Background(), testProfile())
+	require.Error(t, res.Err())
+	assert.True(t, res.Retryable())
+	enrolled(t, m.labels())
+	assert.NotNil(t, m.policy(ztunnelName))
+	assert.NotNil(t, m.policy(ownerName))
+	for _, w := range m.writes {
+		assert.False(t, strings.HasPrefix(w, "delete "), "deleted while labels stayed: %v", m.writes)
+	}
+
+	m.fail = nil
+	require.NoError(t, m.runner.Revoke(context.Background(), testProfile()).Err())
+	assert.Nil(t, m.policy(ownerName))
+	assert.NotContains(t, m.labels(), useWaypoint)
 }

@@ -9,8 +9,10 @@
 //	- kind: PodSecurity
 //	  spec: {enforce: restricted}
 //
-// Anyone may tighten a level. Loosening enforce is allowed only to profiles that an override in the
-// configuration matches (by name pattern or namespace labels), and only down to that override's
+// Anyone may tighten a level (but not to restricted in ambient mode without the waypoint's seccomp
+// patch: the waypoint pod would be refused). Loosening enforce is allowed only to profiles whose
+// namespace's labels an override in the configuration selects (never by the Profile's name, which
+// the user chose), and only down to that override's
 // minimum; audit and warn never loosen, since they are how the admin sees violations. A refused
 // request is not applied: the namespace keeps the admin's level and the Result carries an error
 // that names the profile, the field and the refused level.

@@ -2,7 +2,7 @@ package pss
 
 import (
 	"fmt"
-	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -136,6 +136,11 @@ func (p *Plugin) profileChoice(t plugin.Target, want map[string]config.LevelVers
 				refuse(path, c.asked, "sidecar injection without istio-cni needs NET_ADMIN and NET_RAW, which this level forbids; enforce stays "+string(admin.Level))
 				continue
 			}
+			if c.name == "enforce" && asked == psaapi.LevelRestricted && p.waypointNeedsSeccompPatch() {
+				refuse(path, c.asked, "without mesh.waypoint.seccompPatch the waypoint pod has no seccompProfile, which this level requires, "+
+					"so the namespace would wait for its waypoint forever; enforce stays "+string(admin.Level))
+				continue
+			}
 		case c.name != "enforce":
 			refuse(path, c.asked, fmt.Sprintf("%s may be tightened but never loosened below the admin's %q", c.name, admin.Level))
 			continue
@@ -155,6 +160,13 @@ func (p *Plugin) profileChoice(t plugin.Target, want map[string]config.LevelVers
 	return errs
 }
 
+// waypointNeedsSeccompPatch says whether Pod Security "restricted" would refuse the waypoint pod:
+// in ambient mode without the seccomp patch istiod's waypoint Deployment sets no seccompProfile.
+func (p *Plugin) waypointNeedsSeccompPatch() bool {
+	m := p.cfg.Mesh
+	return m.Mode == config.ModeAmbient && m.Waypoint.SeccompPatch != nil && !*m.Waypoint.SeccompPatch
+}
+
 // loosestAllowed is the loosest enforce level any matching override grants the target.
 func (p *Plugin) loosestAllowed(t plugin.Target) (psaapi.Level, bool) {
 	var best psaapi.Level
@@ -170,12 +182,9 @@ func (p *Plugin) loosestAllowed(t plugin.Target) (psaapi.Level, bool) {
 	return best, found
 }
 
+// matches reads the namespace's labels only. Profile names never match, even in a configuration
+// that skipped Validate: the user chose the name (see config.PodSecurityOverride).
 func matches(o config.PodSecurityOverride, t plugin.Target) bool {
-	for _, pat := range o.Profiles {
-		if ok, _ := filepath.Match(pat, t.Namespace); ok {
-			return true
-		}
-	}
 	if o.NamespaceSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(o.NamespaceSelector)
 		if err == nil && !sel.Empty() && sel.Matches(labels.Set(t.Observed.Labels)) {
@@ -215,6 +224,10 @@ func (p *Plugin) preflight(t plugin.Target, next config.LevelVersion) (*config.L
 	if _, set := t.Observed.Labels[psaapi.EnforceLevelLabel]; !set {
 		return nil, "podSecurity.preflight: hold keeps an existing enforce level only, and this namespace had none; " + msg
 	}
+	if by := loosenedBy(t.Observed); len(by) > 0 {
+		return nil, fmt.Sprintf("podSecurity.preflight: hold keeps only a level the plugin set or found at its first run, and %s changed this one; %s",
+			strings.Join(by, ", "), msg)
+	}
 	held := current
 	return &held, fmt.Sprintf("holding enforce at %q (podSecurity.preflight: hold) until the pods comply; %s", current.Level, msg)
 }
@@ -248,4 +261,22 @@ func (p *Plugin) Violations(pods []corev1.Pod, lv config.LevelVersion) []string 
 	}
 	sort.Strings(out)
 	return out
+}
+
+// loosenedBy names the other writers of the enforce label when the plugin has managed the
+// namespace's Pod Security labels before but no longer owns that value: another writer replaced
+// the plugin's level. Holding such a level would keep a loosening for as long as one violating
+// pod runs. A level found before the plugin's first run (the profiles controller's, at rollout) is
+// not reported: holding it is what preflight hold is for.
+func loosenedBy(obs plugin.Observed) []string {
+	mine := plugin.FieldManager(PluginName)
+	if slices.Contains(obs.LabelManagers[psaapi.EnforceLevelLabel], mine) {
+		return nil
+	}
+	for _, key := range []string{psaapi.AuditLevelLabel, psaapi.WarnLevelLabel, psaapi.EnforceVersionLabel} {
+		if slices.Contains(obs.LabelManagers[key], mine) {
+			return slices.DeleteFunc(slices.Clone(obs.LabelManagers[psaapi.EnforceLevelLabel]), func(m string) bool { return m == mine })
+		}
+	}
+	return nil
 }

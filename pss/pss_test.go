@@ -97,21 +97,24 @@ type goldenCase struct {
 	errs    []string
 }
 
+// gpuTier is the namespace label an admin sets to allow a looser enforce level.
+var gpuTier = map[string]string{"example.com/tier": "gpu"}
+
 func TestGolden(t *testing.T) {
 	cases := []goldenCase{
 		{name: "defaults", enforce: "baseline"},
 		{name: "pinned-versions", config: "podSecurity: {enforce: {level: baseline, version: v1.35}, audit: {version: v1.36}, warn: {level: restricted, version: v1.36}}\n", enforce: "baseline"},
 		{name: "restricted", config: "podSecurity: {enforce: {level: restricted}}\n", enforce: "restricted"},
 		{name: "profile-tightens", profile: profileAsking(t, "alice", "{enforce: restricted}"), enforce: "restricted"},
-		{name: "override-allowed", config: "podSecurity: {overrides: [{profiles: ['gpu-*'], minimumEnforce: privileged}]}\n",
-			profile: profileAsking(t, "gpu-team", "{enforce: privileged}"), enforce: "privileged"},
+		{name: "override-allowed", config: "podSecurity: {overrides: [{namespaceSelector: {matchLabels: {example.com/tier: gpu}}, minimumEnforce: privileged}]}\n",
+			profile: profileAsking(t, "gpu-team", "{enforce: privileged}"), nsLabels: gpuTier, enforce: "privileged"},
 		{name: "override-by-namespace-label", config: "podSecurity: {overrides: [{namespaceSelector: {matchLabels: {example.com/tier: system}}, minimumEnforce: privileged}]}\n",
 			profile: profileAsking(t, "infra", "{enforce: privileged}"), nsLabels: map[string]string{"example.com/tier": "system"}, enforce: "privileged"},
-		{name: "override-refused", config: "podSecurity: {overrides: [{profiles: ['gpu-*'], minimumEnforce: privileged}]}\n",
+		{name: "override-refused", config: "podSecurity: {overrides: [{namespaceSelector: {matchLabels: {example.com/tier: gpu}}, minimumEnforce: privileged}]}\n",
 			profile: profileAsking(t, "alice", "{enforce: privileged, warn: privileged}"), enforce: "baseline",
 			errs: []string{`profile "alice": spec.plugins[1].spec.enforce: level "privileged" refused`, `spec.plugins[1].spec.warn: level "privileged" refused`}},
-		{name: "override-below-minimum", config: "podSecurity: {overrides: [{profiles: ['gpu-*'], minimumEnforce: baseline}], enforce: {level: restricted}}\n",
-			profile: profileAsking(t, "gpu-team", "{enforce: privileged}"), enforce: "restricted",
+		{name: "override-below-minimum", config: "podSecurity: {overrides: [{namespaceSelector: {matchLabels: {example.com/tier: gpu}}, minimumEnforce: baseline}], enforce: {level: restricted}}\n",
+			profile: profileAsking(t, "gpu-team", "{enforce: privileged}"), nsLabels: gpuTier, enforce: "restricted",
 			errs: []string{`down to "baseline" only`}},
 		{name: "profile-unknown-field", profile: profileAsking(t, "alice", "{enforce: restricted, enforcee: privileged}"), enforce: "baseline",
 			errs: []string{`spec.plugins[1].spec: unknown field "enforcee"`}},
@@ -246,6 +249,40 @@ func TestProfileRequestErrors(t *testing.T) {
 			}
 			assert.Equal(t, "baseline", d.Labels["pod-security.kubernetes.io/enforce"])
 			assert.Equal(t, "restricted", d.Labels["pod-security.kubernetes.io/audit"])
+		})
+	}
+}
+
+// Hold keeps the plugin's own level and a level found before the plugin's first run (the
+// rollout), but not a level another writer put in place of the plugin's: holding that would keep
+// a loosening for as long as one violating pod runs.
+func TestPreflightHoldDoesNotKeepAForeignLoosening(t *testing.T) {
+	p, err := pss.New(fixture.Config(t, "podSecurity: {enforce: {level: restricted}, preflight: hold}\n"))
+	require.NoError(t, err)
+	const enforce, audit = "pod-security.kubernetes.io/enforce", "pod-security.kubernetes.io/audit"
+	for _, tc := range []struct {
+		name     string
+		managers map[string][]string
+		held     bool
+	}{
+		{"the plugin's own level", map[string][]string{enforce: {"profile-plugins/pss"}, audit: {"profile-plugins/pss"}}, true},
+		{"found at the first run", map[string][]string{enforce: {"kubeflow-profile-controller"}}, true},
+		{"replaced after the plugin set it", map[string][]string{enforce: {"gitops"}, audit: {"profile-plugins/pss"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := plugin.Observed{Labels: map[string]string{enforce: "baseline"}, LabelManagers: tc.managers, Pods: []corev1.Pod{runAsRoot}}
+			d, err := p.Generate(plugin.Target{Namespace: ns, Observed: obs})
+			require.NoError(t, err)
+			if tc.held {
+				assert.Equal(t, "baseline", d.Labels[enforce])
+				assert.NotEmpty(t, d.Waiting)
+				return
+			}
+			assert.Equal(t, "restricted", d.Labels[enforce], "the admin's level, not the foreign loosening")
+			assert.Empty(t, d.Waiting)
+			require.Len(t, d.Warnings, 1)
+			assert.Contains(t, d.Warnings[0], "gitops changed this one")
+			assert.Contains(t, d.Warnings[0], "run-as-root (", "the violating pod is still named")
 		})
 	}
 }

@@ -19,14 +19,17 @@ func policyRef(name string) plugin.Ref {
 	return plugin.Ref{GroupKind: schema.GroupKind{Group: "security.istio.io", Kind: "AuthorizationPolicy"}, Name: name}
 }
 
-// Routing to the waypoint requires the owner policy (the only check there), the ztunnel policy and
-// the waypoint; ambient enrolment requires the ztunnel policy.
+// Routing to the waypoint requires the owner policy (the only check there), the ztunnel policy,
+// the waypoint and its seccomp patch ConfigMap; ambient enrolment requires the ztunnel policy.
 func TestLabelRequirements(t *testing.T) {
 	cfg := config.Default()
 	d, err := waypoint.New(cfg).Generate(plugin.Target{Namespace: ns, Observed: plugin.Observed{Objects: []client.Object{programmed(cfg)}}})
 	require.NoError(t, err)
 	gw := plugin.Ref{GroupKind: schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "Gateway"}, Name: "waypoint"}
-	routed := []plugin.Ref{policyRef(cfg.Authorization.OwnerPolicyName), policyRef(cfg.Authorization.ZtunnelPolicyName), gw}
+	// With the seccomp patch (the default) istiod patches the waypoint Deployment from the
+	// ConfigMap, so only the plugin's own may shape the pod traffic is routed through.
+	patch := plugin.Ref{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Name: "waypoint" + waypoint.SeccompPatchSuffix}
+	routed := []plugin.Ref{policyRef(cfg.Authorization.OwnerPolicyName), policyRef(cfg.Authorization.ZtunnelPolicyName), gw, patch}
 	assert.Equal(t, map[string][]plugin.Ref{
 		"istio.io/dataplane-mode":       {policyRef(cfg.Authorization.ZtunnelPolicyName)},
 		"istio.io/use-waypoint":         routed,
@@ -34,6 +37,13 @@ func TestLabelRequirements(t *testing.T) {
 	}, d.LabelRequires)
 	assert.Equal(t, map[string][]plugin.Ref{"istio.io/dataplane-mode": {policyRef(cfg.Authorization.ZtunnelPolicyName)}},
 		waypoint.New(cfg).DataPlaneLabels())
+
+	// Without the patch there is no ConfigMap to require.
+	cfg.Mesh.Waypoint.SeccompPatch = new(bool)
+	d, err = waypoint.New(cfg).Generate(plugin.Target{Namespace: ns, Observed: plugin.Observed{Objects: []client.Object{programmed(cfg)}}})
+	require.NoError(t, err)
+	assert.Equal(t, routed[:3], d.LabelRequires["istio.io/use-waypoint"])
+	assert.Equal(t, routed[:3], d.LabelRequires["istio.io/ingress-use-waypoint"])
 }
 
 // Captured follows Istio's CNI agent: with dataplane-mode=ambient every running pod is captured

@@ -140,6 +140,11 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 		// Traffic routed to the waypoint is checked there by the owner policy only; the ztunnel
 		// policy admits the waypoint, so without the owner policy the waypoint would pass anyone.
 		routed := []plugin.Ref{owner, ztunnel, gwRef}
+		if *m.Waypoint.SeccompPatch {
+			// istiod patches the waypoint Deployment with whatever the Gateway's parametersRef
+			// ConfigMap holds; only the plugin's own, intact one may shape the pod traffic goes through.
+			routed = append(routed, plugin.Ref{GroupKind: configMapGK, Name: gw.Name + SeccompPatchSuffix})
+		}
 		d.LabelRequires[label.IoIstioUseWaypoint.Name] = routed
 		if *m.IngressUseWaypoint {
 			d.Labels[label.IoIstioIngressUseWaypoint.Name] = "true"
@@ -222,6 +227,7 @@ func (p *Plugin) keepInjection(t plugin.Target, d *plugin.Desired) {
 var (
 	gatewayGK     = schema.GroupKind{Group: gatewayv1.GroupName, Kind: "Gateway"}
 	istioPolicyGK = schema.GroupKind{Group: istiosecurityv1.SchemeGroupVersion.Group, Kind: "AuthorizationPolicy"}
+	configMapGK   = schema.GroupKind{Kind: "ConfigMap"}
 )
 
 // Gateway is the namespace's waypoint, as istioctl waypoint generate writes it, plus the

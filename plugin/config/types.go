@@ -74,7 +74,8 @@ type Mesh struct {
 	// RootNamespace is Istio's root namespace, home of mesh-wide policies. Default: istio-system.
 	RootNamespace string `json:"rootNamespace,omitempty"`
 	// IngressUseWaypoint sets istio.io/ingress-use-waypoint=true in ambient mode so that requests
-	// from the ingress gateway pass the waypoint's L7 policy too. Default: true.
+	// from the ingress gateway pass the waypoint's L7 policy too. It must stay true in ambient
+	// mode: the ztunnel policy admits the ingress only through the waypoint. Default: true.
 	IngressUseWaypoint *bool `json:"ingressUseWaypoint,omitempty"`
 	// IstioCNI says whether Istio's CNI node agent is installed, as Kubeflow's manifests install
 	// it. Without it, sidecar injection adds an istio-init container that needs NET_ADMIN and
@@ -92,7 +93,8 @@ type Waypoint struct {
 	Name string `json:"name,omitempty"`
 	// ClassName is the GatewayClass. Default: istio-waypoint.
 	ClassName string `json:"className,omitempty"`
-	// For is the istio.io/waypoint-for label: service, workload or all. Default: service.
+	// For is the istio.io/waypoint-for label: service or all ("workload" is refused: the ingress
+	// sends only Service traffic to a waypoint). Default: service.
 	For string `json:"for,omitempty"`
 	// Namespace, when set, asks for one shared waypoint in that namespace instead of one per
 	// user namespace. It is refused: see the validation message for why. Default: empty.
@@ -126,7 +128,9 @@ type Authorization struct {
 	HealthPaths []string `json:"healthPaths,omitempty"`
 	// L4Exceptions are sources the ambient ztunnel policy admits directly, without the waypoint,
 	// such as a monitoring namespace that scrapes pod IPs. They bypass every L7 rule, so list
-	// only what must. Default: none.
+	// only what must. An exception that covers the ingress gateway or the Pipelines UI (by
+	// namespace, principal or service account) is refused: both are admitted only with the user-id
+	// header, which only the waypoint checks. Default: none.
 	L4Exceptions []L4Exception `json:"l4Exceptions,omitempty"`
 	// Contributors says who writes the per-contributor policies: "kfam" (the access-management
 	// service, as today) or "plugin" (this module, from kfam's RoleBindings, taking over the
@@ -199,11 +203,16 @@ const (
 	PreflightHold  PreflightAction = "hold"
 )
 
-// PodSecurityOverride allows the profiles it matches a looser enforce level. A profile matches
-// when its name matches one of Profiles (shell patterns such as "team-*") or its namespace's
-// labels match NamespaceSelector.
+// PodSecurityOverride allows the profiles whose namespace's labels match NamespaceSelector a looser
+// enforce level. Only labels the admin controls may grant it: users cannot edit Namespaces in
+// Kubeflow, and the profiles controller copies the labels of its namespace-labels.yaml onto every
+// namespace.
 type PodSecurityOverride struct {
-	Profiles          []string              `json:"profiles,omitempty"`
+	// Profiles is refused by validation: a Profile's name is chosen by the user who registers it,
+	// so it cannot grant anything. The field stays so that such a configuration gets an error
+	// that says so, rather than an unknown-field error.
+	Profiles []string `json:"profiles,omitempty"`
+	// NamespaceSelector matches the labels of the Profile's namespace. Required.
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	// MinimumEnforce is the loosest enforce level a matching profile may choose.
 	MinimumEnforce psaapi.Level `json:"minimumEnforce"`

@@ -2,8 +2,10 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -33,6 +35,7 @@ func (c *Config) Validate() error {
 			"sidecar mode without istio-cni injects an istio-init container that needs NET_ADMIN and NET_RAW, which this level forbids, "+
 				"so every meshed pod would be refused; install istio-cni (mesh.istioCNI: true), use mesh.mode ambient, or enforce \"privileged\""))
 	}
+	errs = append(errs, c.Mesh.ingressReachesPods(field.NewPath("mesh"))...)
 	if c.Mesh.Mode == ModeAmbient && c.Mesh.Waypoint.SeccompPatch != nil && !*c.Mesh.Waypoint.SeccompPatch &&
 		c.PodSecurity.Enforce.Level == psaapi.LevelRestricted {
 		errs = append(errs, field.Invalid(field.NewPath("mesh", "waypoint", "seccompPatch"), false,
@@ -40,6 +43,31 @@ func (c *Config) Validate() error {
 				`so the namespace would wait for its waypoint forever; keep seccompPatch (needs Istio 1.26+) or enforce "baseline"`))
 	}
 	return errs.ToAggregate()
+}
+
+// ingressReachesPods refuses an ambient configuration in which the ingress gateway can never reach
+// a user pod. The ztunnel policy does not admit the ingress gateway (its requests must pass the
+// owner's header check at the waypoint), so the ingress must send through the waypoint: that needs
+// istio.io/ingress-use-waypoint, and a waypoint that takes Service traffic, since gateways send
+// only Service traffic to waypoints. Both values are errors, not warnings: each locks every user
+// out of every namespace, and no deployment of this library works with them.
+func (m *Mesh) ingressReachesPods(path *field.Path) field.ErrorList {
+	if m.Mode != ModeAmbient {
+		return nil
+	}
+	var errs field.ErrorList
+	if m.IngressUseWaypoint != nil && !*m.IngressUseWaypoint {
+		errs = append(errs, field.Invalid(path.Child("ingressUseWaypoint"), false,
+			"in ambient mode the ingress gateway would send requests straight to the pods, where the ztunnel policy refuses it "+
+				"(it admits the ingress only through the waypoint, which checks the user-id header), so no user could reach any namespace; "+
+				"leave it true"))
+	}
+	if m.Waypoint.For == "workload" {
+		errs = append(errs, field.Invalid(path.Child("waypoint", "for"), m.Waypoint.For,
+			"a waypoint for workloads takes no Service traffic, and the ingress gateway sends only Service traffic to a waypoint, "+
+				"so its requests would go straight to the pods, where the ztunnel policy refuses it; use \"service\" or \"all\""))
+	}
+	return errs
 }
 
 func (m *Mesh) validate(path *field.Path) field.ErrorList {
@@ -116,7 +144,7 @@ func (a *Authorization) validate(path *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(path.Child("contributors"), a.Contributors, []ContributorsSource{ContributorsByKfam, ContributorsByPlugin}))
 	}
 	for i, e := range a.L4Exceptions {
-		errs = append(errs, e.validate(path.Child("l4Exceptions").Index(i), a.Principals.IngressGateway)...)
+		errs = append(errs, e.validate(path.Child("l4Exceptions").Index(i), a.headerOnlyPrincipals())...)
 	}
 	for i, p := range a.HealthPaths {
 		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " \t\r\n*") {
@@ -128,9 +156,26 @@ func (a *Authorization) validate(path *field.Path) field.ErrorList {
 	return errs
 }
 
-// validate refuses an exception that would let ingress traffic reach pods without the waypoint:
-// in ambient mode the ingress gateway's requests must pass the owner's header check there.
-func (e L4Exception) validate(path *field.Path, ingress string) field.ErrorList {
+// headerOnly is a principal the owner and contributor policies admit only together with the
+// user-id header, because it forwards requests on behalf of any user.
+type headerOnly struct {
+	who       string // for the message: "the ingress gateway"
+	principal string
+}
+
+// headerOnlyPrincipals are the principals that must pass the waypoint's header check: the ingress
+// gateway and the Pipelines UI (which proxies artifact reads for whichever user id it is sent).
+func (a *Authorization) headerOnlyPrincipals() []headerOnly {
+	return []headerOnly{
+		{"the ingress gateway", a.Principals.IngressGateway},
+		{"the Pipelines UI", a.Principals.PipelinesUI},
+	}
+}
+
+// validate refuses an exception that would let a header-only principal reach pods without the
+// waypoint: in ambient mode its requests must pass the owner's header check there, and an L4
+// exception admits it with no header check at all, for every user it forwards.
+func (e L4Exception) validate(path *field.Path, headerOnly []headerOnly) field.ErrorList {
 	var errs field.ErrorList
 	set := 0
 	for _, l := range [][]string{e.Namespaces, e.Principals, e.ServiceAccounts} {
@@ -141,25 +186,28 @@ func (e L4Exception) validate(path *field.Path, ingress string) field.ErrorList 
 	if set != 1 {
 		errs = append(errs, field.Invalid(path, fmt.Sprintf("%d sources", set), "set exactly one of namespaces, principals or serviceAccounts"))
 	}
-	ingressNS := ""
-	if parts := strings.Split(ingress, "/"); len(parts) == 5 {
-		ingressNS = parts[2]
+	bypass := func(who string) string {
+		return "would let " + who + " reach pods directly, skipping the owner's header check at the waypoint (the user-id header), " +
+			"for every user it forwards requests for; admit a component that must skip the waypoint by its own principal"
 	}
-	bypass := "would let the ingress gateway reach pods directly, skipping the owner's header check at the waypoint"
 	for i, ns := range e.Namespaces {
 		if idErrs := ValidateIdentity(path.Child("namespaces").Index(i), ns); len(idErrs) > 0 {
 			errs = append(errs, idErrs...)
 			continue
 		}
 		errs = append(errs, dns1123Label(path.Child("namespaces").Index(i), ns)...)
-		if ns == ingressNS {
-			errs = append(errs, field.Invalid(path.Child("namespaces").Index(i), ns, "the ingress gateway's namespace "+bypass))
+		for _, h := range headerOnly {
+			if hNS, _, ok := principalParts(h.principal); ok && ns == hNS {
+				errs = append(errs, field.Invalid(path.Child("namespaces").Index(i), ns, "the namespace of "+h.who+" "+bypass(h.who)))
+			}
 		}
 	}
 	for i, p := range e.Principals {
 		errs = append(errs, ValidatePrincipal(path.Child("principals").Index(i), p)...)
-		if p == ingress {
-			errs = append(errs, field.Invalid(path.Child("principals").Index(i), p, "the ingress gateway "+bypass))
+		for _, h := range headerOnly {
+			if p == h.principal {
+				errs = append(errs, field.Invalid(path.Child("principals").Index(i), p, "the principal of "+h.who+" "+bypass(h.who)))
+			}
 		}
 	}
 	for i, sa := range e.ServiceAccounts {
@@ -180,8 +228,11 @@ func (e L4Exception) validate(path *field.Path, ingress string) field.ErrorList 
 			errs = append(errs, field.Invalid(p, sa, "the service account must not contain '.': Istio's proxies read it as \"any character\", so it would also admit look-alike service accounts"))
 			continue
 		}
-		if ingressNS != "" && ingress == Principal(strings.Split(ingress, "/")[0], ns, name) {
-			errs = append(errs, field.Invalid(p, sa, "the ingress gateway "+bypass))
+		// serviceAccounts match in any trust domain, so the trust domain is not compared.
+		for _, h := range headerOnly {
+			if hNS, hSA, ok := principalParts(h.principal); ok && ns == hNS && name == hSA {
+				errs = append(errs, field.Invalid(p, sa, "the service account of "+h.who+" "+bypass(h.who)))
+			}
 		}
 	}
 	for i, port := range e.Ports {
@@ -207,22 +258,47 @@ func (p *PodSecurity) validate(path *field.Path) field.ErrorList {
 	}
 	for i, o := range p.Overrides {
 		op := path.Child("overrides").Index(i)
-		if len(o.Profiles) == 0 && o.NamespaceSelector == nil {
-			errs = append(errs, field.Required(op, "set profiles or namespaceSelector, or the override matches nothing"))
-		}
-		for j, pat := range o.Profiles {
-			if _, err := filepath.Match(pat, ""); err != nil {
-				errs = append(errs, field.Invalid(op.Child("profiles").Index(j), pat, err.Error()))
-			}
-		}
-		if o.NamespaceSelector != nil {
-			if _, err := metav1.LabelSelectorAsSelector(o.NamespaceSelector); err != nil {
-				errs = append(errs, field.Invalid(op.Child("namespaceSelector"), o.NamespaceSelector.String(), err.Error()))
-			}
-		}
+		errs = append(errs, o.validateMatch(op)...)
 		if _, err := psaapi.ParseLevel(string(o.MinimumEnforce)); err != nil {
 			errs = append(errs, field.NotSupported(op.Child("minimumEnforce"), o.MinimumEnforce,
 				[]psaapi.Level{psaapi.LevelPrivileged, psaapi.LevelBaseline, psaapi.LevelRestricted}))
+		}
+	}
+	return errs
+}
+
+// validateMatch accepts an override that matches on namespace labels only. Profile names are
+// refused: a user chooses the name at self-registration, so a pattern such as "gpu-*" (or an
+// exact name registered before the admin's team does) would hand a looser level to anyone.
+// Labels this library itself writes are refused in the selector too: they follow the Profile.
+func (o PodSecurityOverride) validateMatch(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(o.Profiles) > 0 {
+		errs = append(errs, field.Invalid(path.Child("profiles"), o.Profiles,
+			"overrides cannot match on Profile names: a user chooses the name when registering, so any user could "+
+				"pick a matching one and loosen enforce; match the namespace labels the admin sets (namespaceSelector, "+
+				"for example with the profiles controller's namespace-labels.yaml or kubectl label) instead"))
+	}
+	if o.NamespaceSelector == nil {
+		if len(o.Profiles) == 0 {
+			errs = append(errs, field.Required(path.Child("namespaceSelector"), "set namespaceSelector, or the override matches nothing"))
+		}
+		return errs
+	}
+	sel := path.Child("namespaceSelector")
+	if _, err := metav1.LabelSelectorAsSelector(o.NamespaceSelector); err != nil {
+		errs = append(errs, field.Invalid(sel, o.NamespaceSelector.String(), err.Error()))
+	} else if len(o.NamespaceSelector.MatchLabels) == 0 && len(o.NamespaceSelector.MatchExpressions) == 0 {
+		errs = append(errs, field.Invalid(sel, "{}", "an empty selector matches nothing here; name the admin's label"))
+	}
+	keys := slices.Sorted(maps.Keys(o.NamespaceSelector.MatchLabels))
+	for _, e := range o.NamespaceSelector.MatchExpressions {
+		keys = append(keys, e.Key)
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k, "pod-security.kubernetes.io/") {
+			errs = append(errs, field.Invalid(sel, k,
+				"this label is written by the Pod Security plugin from what the Profile asks for, so matching on it lets the Profile choose; use a label only the admin sets"))
 		}
 	}
 	return errs
@@ -300,6 +376,15 @@ func ValidatePrincipal(path *field.Path, p string) field.ErrorList {
 		errs = append(errs, field.Invalid(path, p, "service account "+strings.Join(msgs, "; ")))
 	}
 	return errs
+}
+
+// principalParts splits <trust domain>/ns/<namespace>/sa/<service account>.
+func principalParts(p string) (namespace, serviceAccount string, ok bool) {
+	parts := strings.Split(p, "/")
+	if len(parts) != 5 || parts[1] != "ns" || parts[3] != "sa" {
+		return "", "", false
+	}
+	return parts[2], parts[4], true
 }
 
 func dns1123Label(path *field.Path, v string) field.ErrorList {

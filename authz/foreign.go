@@ -1,0 +1,128 @@
+package authz
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+
+	"istio.io/api/annotation"
+	securityv1beta1 "istio.io/api/security/v1beta1"
+	typev1beta1 "istio.io/api/type/v1beta1"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+)
+
+// foreignAllowAll warns about ALLOW policies another writer put where the plugin's policies
+// decide, with a rule that admits every caller (no conditions; sources, if any, all "*"). ALLOW policies add up (a request passes if any
+// one admits it), so one such policy makes the plugin's restrict nothing there:
+//   - namespace-wide (no selector, no targetRefs): in ambient mode ztunnel enforces it next to the
+//     ztunnel policy; in sidecar mode every sidecar enforces it next to the owner policy;
+//   - in ambient mode, attached to the waypoint Gateway or to a Service: the waypoint enforces it
+//     next to the owner policy.
+//
+// The plugin does not own such a policy and leaves it alone; the warning names it.
+func foreignAllowAll(cfg *config.Config, obs plugin.Observed) []string {
+	a := cfg.Authorization
+	var out []string
+	for _, o := range obs.Objects {
+		pol, ok := o.(*istiosecurityv1.AuthorizationPolicy)
+		if !ok || plugin.IsManagedBy(pol.Labels, PluginName) || !enforcedAllow(pol) {
+			continue
+		}
+		var where, voided string
+		refs := pol.Spec.GetTargetRefs()
+		if r := pol.Spec.GetTargetRef(); r != nil {
+			refs = append(refs, r)
+		}
+		switch {
+		case pol.Spec.GetSelector() != nil:
+			continue // it opens the pods it selects; not the namespace-wide guarantee
+		case len(refs) == 0 && cfg.Mesh.Mode == config.ModeAmbient:
+			where, voided = "at ztunnel (it has no selector or targetRefs)", a.ZtunnelPolicyName
+			if !admitsEveryCaller(pol.Spec.GetRules(), true) {
+				continue
+			}
+		case len(refs) == 0:
+			where, voided = "at every sidecar (it has no selector or targetRefs)", a.OwnerPolicyName
+			if !admitsEveryCaller(pol.Spec.GetRules(), false) {
+				continue
+			}
+		case cfg.Mesh.Mode == config.ModeAmbient && atWaypoint(cfg, refs):
+			where, voided = "at the waypoint (through its targetRefs)", a.OwnerPolicyName
+			if !admitsEveryCaller(pol.Spec.GetRules(), false) {
+				continue
+			}
+		default:
+			continue
+		}
+		out = append(out, fmt.Sprintf("AuthorizationPolicy %s (not made by this plugin) admits every caller %s: ALLOW policies add up, "+
+			"so %s restricts nothing there; delete it or narrow its rules", pol.Name, where, voided))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// enforcedAllow says whether pol is an ALLOW policy Istio enforces (not in dry-run).
+func enforcedAllow(pol *istiosecurityv1.AuthorizationPolicy) bool {
+	if pol.Spec.GetAction() != securityv1beta1.AuthorizationPolicy_ALLOW || pol.Spec.GetProvider() != nil {
+		return false
+	}
+	dry, err := strconv.ParseBool(pol.Annotations[annotation.IoIstioDryRun.Name])
+	return err != nil || !dry
+}
+
+// atWaypoint says whether a targetRef attaches the policy to the namespace's waypoint: the
+// Gateway itself, or a Service, whose policies the waypoint enforces for that Service.
+func atWaypoint(cfg *config.Config, refs []*typev1beta1.PolicyTargetReference) bool {
+	for _, r := range refs {
+		switch {
+		case r.GetKind() == "Gateway" && r.GetGroup() == gatewayv1.GroupName && r.GetName() == cfg.Mesh.Waypoint.Name:
+			return true
+		case r.GetKind() == "Service" && r.GetGroup() == "":
+			return true
+		}
+	}
+	return false
+}
+
+// admitsEveryCaller says whether some rule matches whatever the source: no when, and no from or
+// a source that matches anyone. At ztunnel (l4) a rule with an L7 attribute is dropped and admits
+// no one, so it does not count.
+func admitsEveryCaller(rules []*securityv1beta1.Rule, l4 bool) bool {
+	for _, r := range rules {
+		if len(r.GetWhen()) > 0 {
+			continue
+		}
+		if len(r.GetFrom()) > 0 && !slices.ContainsFunc(r.GetFrom(), func(f *securityv1beta1.Rule_From) bool { return anySource(f.GetSource()) }) {
+			continue
+		}
+		if l4 && len(L7Attributes(&securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{r}})) > 0 {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// anySource says whether a source matches every peer: each identity list it sets holds "*" (in a
+// policy "*" matches any value: any authenticated peer, any namespace), and it sets nothing else.
+// IP blocks and negations count as restricting, so such a source is not reported.
+func anySource(s *securityv1beta1.Source) bool {
+	if s == nil {
+		return true
+	}
+	if len(s.GetIpBlocks())+len(s.GetRemoteIpBlocks())+len(s.GetNotIpBlocks())+len(s.GetNotRemoteIpBlocks())+
+		len(s.GetNotPrincipals())+len(s.GetNotNamespaces())+len(s.GetNotRequestPrincipals())+len(s.GetNotServiceAccounts()) > 0 {
+		return false
+	}
+	for _, l := range [][]string{s.GetPrincipals(), s.GetNamespaces(), s.GetRequestPrincipals(), s.GetServiceAccounts()} {
+		if len(l) > 0 && !slices.Contains(l, "*") {
+			return false
+		}
+	}
+	return true
+}

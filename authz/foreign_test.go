@@ -1,0 +1,62 @@
+package authz_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeflow-ambient/profile-plugins/authz"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+)
+
+// A foreign ALLOW policy that admits every caller where the plugin's policies decide voids them
+// (ALLOW policies add up) and is reported by name; one that admits only some callers, selects
+// some pods, is in dry-run or denies is not.
+func TestForeignAllowAllPoliciesAreNamed(t *testing.T) {
+	cases := []struct {
+		name, config, meta, policy string
+		want                       string // "" for no warning
+	}{
+		{name: "ambient, namespace-wide allow all", policy: "spec: {rules: [{}]}", want: "admits every caller at ztunnel"},
+		{name: "ambient, namespace-wide allow all on some ports", policy: "spec: {rules: [{to: [{operation: {ports: ['8080']}}]}]}", want: "at ztunnel"},
+		{name: "ambient, an L7 rule is dropped by ztunnel", policy: "spec: {rules: [{to: [{operation: {paths: ['/']}}]}]}"},
+		{name: "ambient, a rule with sources", policy: "spec: {rules: [{from: [{source: {namespaces: [monitoring]}}]}]}"},
+		{name: "ambient, any namespace", policy: "spec: {rules: [{from: [{source: {namespaces: [monitoring]}}, {source: {namespaces: ['*']}}]}]}", want: "at ztunnel"},
+		{name: "ambient, any principal", policy: "spec: {rules: [{from: [{source: {principals: ['*']}}]}]}", want: "at ztunnel"},
+		{name: "ambient, any principal but one", policy: "spec: {rules: [{from: [{source: {principals: ['*'], notPrincipals: [x]}}]}]}"},
+		{name: "ambient, a condition", policy: "spec: {rules: [{when: [{key: source.namespace, values: [monitoring]}]}]}"},
+		{name: "ambient, at the waypoint", policy: "spec: {targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: waypoint}], rules: [{to: [{operation: {paths: ['/']}}]}]}",
+			want: "admits every caller at the waypoint"},
+		{name: "ambient, at a Service", policy: "spec: {targetRefs: [{kind: Service, name: app}], rules: [{}]}", want: "at the waypoint"},
+		{name: "ambient, at another Gateway", policy: "spec: {targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: other}], rules: [{}]}"},
+		{name: "sidecar, namespace-wide allow all", config: "mesh: {mode: sidecar}\n", policy: "spec: {rules: [{}]}", want: "admits every caller at every sidecar"},
+		{name: "sidecar, targetRefs are not for sidecars", config: "mesh: {mode: sidecar}\n", policy: "spec: {targetRefs: [{kind: Service, name: app}], rules: [{}]}"},
+		{name: "selector", policy: "spec: {selector: {matchLabels: {app: x}}, rules: [{}]}"},
+		{name: "dry-run", meta: ", annotations: {istio.io/dry-run: 'true'}", policy: "spec: {rules: [{}]}"},
+		{name: "deny", policy: "spec: {action: DENY, rules: [{}]}"},
+		{name: "allow nothing", policy: "spec: {}"},
+		{name: "the plugin's own", meta: ", labels: {app.kubernetes.io/managed-by: profile-plugins, profile-plugins.kubeflow-ambient.io/plugin: authz}", policy: "spec: {rules: [{}]}"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pol := &istiosecurityv1.AuthorizationPolicy{}
+			require.NoError(t, yaml.UnmarshalStrict([]byte("metadata: {name: open, namespace: "+ns+tc.meta+"}\n"+tc.policy), pol))
+			d, err := authz.New(fixture.Config(t, tc.config)).Generate(plugin.Target{Namespace: ns, Owner: owner,
+				Observed: plugin.Observed{Objects: []client.Object{pol}}})
+			require.NoError(t, err)
+			all := strings.Join(d.Warnings, "\n")
+			if tc.want == "" {
+				assert.NotContains(t, all, "open")
+				return
+			}
+			assert.Contains(t, all, "AuthorizationPolicy open (not made by this plugin)")
+			assert.Contains(t, all, tc.want)
+		})
+	}
+}
