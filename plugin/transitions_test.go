@@ -412,7 +412,7 @@ func TestWaypointIsCreatedOnlyAfterItsOwnerPolicy(t *testing.T) {
 	res := m.apply()
 	require.Error(t, res.Err())
 	assert.Nil(t, m.gateway())
-	assert.Contains(t, strings.Join(res.Waiting(), "\n"), "Gateway.gateway.networking.k8s.io/waypoint is not created until AuthorizationPolicy.security.istio.io/"+ownerName+" does not exist")
+	assert.Contains(t, strings.Join(res.Waiting(), "\n"), "Gateway.gateway.networking.k8s.io/waypoint is not created yet: AuthorizationPolicy.security.istio.io/"+ownerName+" does not exist")
 	m.fail = nil
 	m.writes = nil
 	require.NoError(t, m.apply().Err())

@@ -332,7 +332,9 @@ func (w *world) checkFixedPoint(res *plugin.Result) {
 			w.violate("F-LIVE", "at the fixed point everything a waypoint needs stands, yet %s=%q and %s=%q",
 				labelUseWaypoint, s.labels[labelUseWaypoint], labelIngress, s.labels[labelIngress])
 		}
-		if s.labels[labelInjection] != "disabled" {
+		// Injection goes off only once the namespace is in ambient: while ambient enrolment is
+		// withheld, a sidecar namespace keeps injection on so new pods never start in no data plane.
+		if s.labels[labelDataplane] == "ambient" && s.labels[labelInjection] != "disabled" {
 			w.violate("F-LIVE", "ambient mode at the fixed point, yet %s=%q", labelInjection, s.labels[labelInjection])
 		}
 	case config.ModeSidecar:
