@@ -480,3 +480,27 @@ func TestWaypointPodsAreNotReportedAsOptedOut(t *testing.T) {
 	require.NoError(t, res.Err())
 	assert.NotContains(t, strings.Join(res.Warnings(), "\n"), "outside every data plane")
 }
+
+// While authz cannot generate (an invalid owner edit), its owner policy counts as what it is; once
+// someone removes its targetRefs (an Update, so no other manager owns a field) the waypoint has no
+// owner policy, and routing to it comes off (internal/safety F12).
+func TestDetachedOwnerPolicyOfAFailedPluginWithdrawsRouting(t *testing.T) {
+	m := newMesh(t)
+	m.controlledByProfile()
+	m.enrol()
+	owner := m.policy(ownerName)
+	owner.Spec.TargetRefs = nil
+	require.NoError(t, m.c.Update(context.Background(), owner, client.FieldOwner("kubectl-edit")))
+	p := testProfile()
+	p.Spec.Owner.Name = "alice@example.com "
+	res := m.runner.Apply(context.Background(), p)
+	require.Error(t, res.Err())
+	assert.NotContains(t, m.labels(), useWaypoint)
+	assert.NotContains(t, m.labels(), ingressUseWaypoint)
+	assert.Equal(t, "ambient", m.labels()[dataplaneMode])
+	assert.Contains(t, strings.Join(res.Waiting(), "\n"), "label istio.io/use-waypoint withheld: AuthorizationPolicy "+ownerName+" is not attached to Gateway waypoint")
+
+	require.NoError(t, m.apply().Err(), "a valid owner: the targetRefs are restored")
+	require.NoError(t, m.apply().Err())
+	enrolled(t, m.labels())
+}

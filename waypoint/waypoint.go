@@ -135,7 +135,11 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 		p.keepInjection(t, &d)
 	}
 
-	if ready, why := Ready(t.Observed, gw); ready && serve {
+	detached := p.ownerPolicyDetached(t.Observed, gw)
+	if detached != "" {
+		d.Waiting = append(d.Waiting, detached)
+	}
+	if ready, why := Ready(t.Observed, gw); ready && serve && detached == "" {
 		d.Labels[label.IoIstioUseWaypoint.Name] = gw.Name
 		// Traffic routed to the waypoint is checked there by the owner policy only; the ztunnel
 		// policy admits the waypoint, so without the owner policy the waypoint would pass anyone.
@@ -150,7 +154,7 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 			d.Labels[label.IoIstioIngressUseWaypoint.Name] = "true"
 			d.LabelRequires[label.IoIstioIngressUseWaypoint.Name] = routed
 		}
-	} else if serve {
+	} else if serve && !ready {
 		d.Waiting = append(d.Waiting, fmt.Sprintf(
 			WaitingForWaypoint+": Gateway %s/%s %s; istio.io/use-waypoint stays unset until it is Programmed with an address, "+
 				"and the ztunnel policy keeps the namespace closed meanwhile (check `kubectl -n %s describe gateway %s` and the events of deployment %s, "+
@@ -192,12 +196,35 @@ func (p *Plugin) waypointMayServe(obs plugin.Observed, gw *gatewayv1.Gateway) (b
 	if cur, ok := plugin.Lookup[*gatewayv1.Gateway](obs, gw.Name); ok && plugin.IsManagedBy(cur.Labels, PluginName) {
 		return true, ""
 	}
-	for _, ref := range owner.Spec.TargetRefs {
-		if ref.GetGroup() == gatewayv1.GroupName && ref.GetKind() == "Gateway" && ref.GetName() == gw.Name {
-			return true, ""
-		}
+	if attached(owner, gw.Name) {
+		return true, ""
 	}
 	return false, fmt.Sprintf("AuthorizationPolicy %s is attached to it", name)
+}
+
+// attached says whether pol's targetRefs name the Gateway.
+func attached(pol *istiosecurityv1.AuthorizationPolicy, gateway string) bool {
+	for _, ref := range pol.Spec.TargetRefs {
+		if ref.GetGroup() == gatewayv1.GroupName && ref.GetKind() == "Gateway" && ref.GetName() == gateway {
+			return true
+		}
+	}
+	return false
+}
+
+// ownerPolicyDetached says why traffic must not be routed to the waypoint although its
+// requirements may count as intact ("" when it may): the library's observed owner policy is not
+// attached to it. That happens when authz cannot generate (an invalid owner) while someone
+// removed the targetRefs: the runner then judges the policy as it is, and only its attachment
+// tells. (Another writer's policy is a conflict or an adoption, which the runner judges itself.)
+// When authz can generate, it restores the targetRefs in the same call and routing returns on the
+// next reconcile.
+func (p *Plugin) ownerPolicyDetached(obs plugin.Observed, gw *gatewayv1.Gateway) string {
+	owner, ok := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](obs, p.cfg.Authorization.OwnerPolicyName)
+	if !ok || owner.Labels[plugin.ManagedByLabel] != plugin.ManagedByValue || attached(owner, gw.Name) {
+		return ""
+	}
+	return fmt.Sprintf("label %s withheld: AuthorizationPolicy %s is not attached to Gateway %s", label.IoIstioUseWaypoint.Name, owner.Name, gw.Name)
 }
 
 // injecting says whether the namespace labels turn sidecar injection on: istio-injection=enabled,
