@@ -75,17 +75,17 @@ func OwnerPolicy(cfg *config.Config, namespace, owner string) (*istiosecurityv1.
 	if len(a.HealthPaths) > 0 {
 		rules = append(rules, &securityv1beta1.Rule{To: []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Paths: a.HealthPaths}}}})
 	}
-	rules = append(rules,
-		&securityv1beta1.Rule{
-			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{a.Principals.NotebookController}}}},
-			To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: []string{"GET"}, Paths: []string{kernelsPath}}}},
-		},
+	rules = append(rules, &securityv1beta1.Rule{
+		From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{a.Principals.NotebookController}}}},
+		To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: []string{"GET"}, Paths: []string{kernelsPath}}}},
+	})
+	if a.KatibRule == nil || *a.KatibRule {
 		// Katib's controller calls the suggestion and early-stopping services that Katib runs in
 		// the user namespace for each experiment.
-		&securityv1beta1.Rule{
+		rules = append(rules, &securityv1beta1.Rule{
 			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{a.Principals.KatibController}}}},
-		},
-	)
+		})
+	}
 	pol.Spec.Rules = rules
 	if cfg.Mesh.Mode == config.ModeAmbient {
 		pol.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{WaypointTarget(cfg)}
