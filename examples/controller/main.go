@@ -18,7 +18,6 @@ import (
 
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -60,9 +59,8 @@ func run(configPath, metricsAddr, probeAddr string, leaderElect bool, leaderID s
 		}
 		cfg = c
 	}
-	restCfg := ctrl.GetConfigOrDie()
-	// PodSecurity and other API warnings reach each Result, and the log.
-	restCfg.WarningHandlerWithContext = plugin.WarningHandler{Next: rest.WarningLogger{}}
+	// PodSecurity and other API warnings reach each Result, and controller-runtime's log.
+	restCfg := plugin.WithWarnings(ctrl.GetConfigOrDie())
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 newScheme(),
