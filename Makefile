@@ -12,15 +12,22 @@ FLOORS = sigs.k8s.io/controller-runtime@v0.24.1 k8s.io/api@v0.36.3 k8s.io/apimac
 # The integration tests find kube-apiserver and etcd here (controller-runtime's envtest convention).
 export KUBEBUILDER_ASSETS ?= $(BIN)
 
+# What needs the test API server depends on this: it builds it only when the tests use bin/.
+NEEDS_ENVTEST = $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest)
+
+# The newest versions the module proxy serves, in a go.mod of their own (hack/newest/go.mod) that
+# `make test-newest` builds with; go.mod keeps the floors.
+NEWEST_MODFILE = $(CURDIR)/hack/newest/go.mod
+
 # Fuzz targets as package:Function. `make fuzz` runs each for FUZZTIME; `make test` briefly.
 FUZZ_TARGETS = ./plugin/config:FuzzParseConfig ./plugin/profilev1:FuzzParseProfile .:FuzzGenerate
 FUZZTIME    ?= 60s
 
-.PHONY: test unit lint floors envtest fuzz fuzz-short bench bench-scale render update-golden
+.PHONY: test unit lint golangci-lint floors envtest fuzz fuzz-short bench bench-scale render update-golden test-newest
 
 ## test: lint, build the test API server if needed, then every test of the module.
 ## With KUBEBUILDER_ASSETS pointing elsewhere, those binaries are used and nothing is built.
-test: lint $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest) unit fuzz-short
+test: lint $(NEEDS_ENVTEST) unit fuzz-short
 
 unit:
 	$(GO) test -count=1 ./...
@@ -28,13 +35,15 @@ unit:
 
 ## bench: generation benchmarks (5 runs each) and the API benchmark with 1,000 namespaces, written to
 ## BENCHMARKS.md with the machine, the date and the raw output. Takes several minutes.
-bench: $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest)
+bench: $(NEEDS_ENVTEST)
+	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench 'Generate|FullSet' -benchmem -count 5 ./internal/bench/ | tee $(BIN)/bench.txt
 	BENCH_PROFILES=1000 $(GO) test -run '^$$' -bench API -benchtime 1x -timeout 60m ./internal/bench/ | tee -a $(BIN)/bench.txt
 	$(GO) run ./internal/benchreport -command "make bench" $(BIN)/bench.txt $(wildcard $(BIN)/bench-scale.txt) > BENCHMARKS.md
 
 ## bench-scale: the API benchmark with 10,000 namespaces and the process's peak RSS; added to BENCHMARKS.md.
-bench-scale: $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest)
+bench-scale: $(NEEDS_ENVTEST)
+	@mkdir -p $(BIN)
 	BENCH_PROFILES=10000 $(GO) test -run '^$$' -bench API -benchtime 1x -timeout 120m ./internal/bench/ | tee $(BIN)/bench-scale.txt
 	$(GO) run ./internal/benchreport -command "make bench bench-scale" $(BIN)/bench.txt $(BIN)/bench-scale.txt > BENCHMARKS.md
 
@@ -58,10 +67,23 @@ fuzz:
 fuzz-short:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
-## lint: gofmt, go vet and the dependency floors.
-lint: floors
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+## lint: the dependency floors, go vet, and golangci-lint with the linters and formatters of
+## .golangci.yml (gofmt, goimports among them).
+lint: floors $(BIN)/golangci-lint
 	$(GO) vet ./...
+	$(BIN)/golangci-lint run ./...
+
+## golangci-lint: build the pinned golangci-lint (hack/golangci-lint/go.mod, its own module) into bin/.
+golangci-lint: $(BIN)/golangci-lint
+
+$(BIN)/golangci-lint: hack/golangci-lint/go.mod hack/golangci-lint/go.sum
+	cd hack/golangci-lint && $(GO) build -o $(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+## test-newest: every test against the newest served versions (controller-runtime, k8s.io, Istio,
+## Gateway API; see hack/newest/go.mod) without raising go.mod's floors. Nested go commands (the
+## CRD lookup, the fork-patch build) see the same modfile through GOFLAGS.
+test-newest: $(NEEDS_ENVTEST)
+	GOFLAGS="$$($(GO) env GOFLAGS) -modfile=$(NEWEST_MODFILE)" $(GO) test -count=1 ./...
 
 ## floors: fail when the build selects a newer version than the profiles controller pins.
 floors:
@@ -73,5 +95,6 @@ render:
 	$(GO) run ./examples/render
 
 ## update-golden: rewrite the golden files from the current output. Read `git diff testdata` before committing.
-update-golden:
+## Some golden tests run against the test API server, so it is built first when missing.
+update-golden: $(NEEDS_ENVTEST)
 	$(GO) test -count=1 $(GOLDEN_PKGS) -update
