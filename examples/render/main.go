@@ -20,12 +20,13 @@ import (
 	"os"
 	"strings"
 
+	psaapi "k8s.io/pod-security-admission/api"
+
 	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
-	psaapi "k8s.io/pod-security-admission/api"
 )
 
 //go:embed profile.yaml

@@ -9,18 +9,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 // GroupVersion is the controller's API group and version.
 var GroupVersion = schema.GroupVersion{Group: "kubeflow.org", Version: "v1"}
 
-var schemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+var schemeBuilder = runtime.NewSchemeBuilder(func(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Profile{}, &ProfileList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+})
 
 // AddToScheme registers Profile and ProfileList, as the controller's main.go does.
 var AddToScheme = schemeBuilder.AddToScheme
-
-func init() { schemeBuilder.Register(&Profile{}, &ProfileList{}) }
 
 // Plugin is one entry of spec.plugins.
 type Plugin struct {
@@ -68,7 +69,7 @@ func (p *Profile) DeepCopyObject() runtime.Object { return p.DeepCopy() }
 // DeepCopy copies p.
 func (p *Profile) DeepCopy() *Profile {
 	out := *p
-	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	p.DeepCopyInto(&out.ObjectMeta)
 	p.Spec.ResourceQuotaSpec.DeepCopyInto(&out.Spec.ResourceQuotaSpec)
 	out.Spec.Plugins = make([]Plugin, len(p.Spec.Plugins))
 	for i, pl := range p.Spec.Plugins {
@@ -81,7 +82,7 @@ func (p *Profile) DeepCopy() *Profile {
 // DeepCopyObject implements runtime.Object.
 func (l *ProfileList) DeepCopyObject() runtime.Object {
 	out := &ProfileList{TypeMeta: l.TypeMeta}
-	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	l.DeepCopyInto(&out.ListMeta)
 	for i := range l.Items {
 		out.Items = append(out.Items, *l.Items[i].DeepCopy())
 	}
