@@ -22,8 +22,9 @@ import (
 
 // FuzzGenerate runs every generator with fuzzed names, owners, contributors and options. An owner
 // the policies cannot carry safely is refused naming spec.owner.name; otherwise every policy
-// without targetRefs is L4-only, the owner's header value is exactly prefix+owner, every object
-// name is valid, and the output is YAML that reads back.
+// without targetRefs is L4-only, the owner's header value is exactly prefix+owner, no condition
+// value starts or ends with Istio's wildcard '*', a refused contributor is an error naming its
+// RoleBinding and gets no policy, every object name is valid, and the output is YAML that reads back.
 func FuzzGenerate(f *testing.F) {
 	f.Add("kubeflow-user-example-com", "user@example.com", "bob@example.com", "", "waypoint", true, true)
 	f.Add("team-a", "First.Last+ml@corp.example", strings.Repeat("x", 240)+"@example.com", "accounts.google.com:", "wp", false, true)
@@ -60,7 +61,11 @@ func FuzzGenerate(f *testing.F) {
 			require.Contains(t, err.Error(), "spec.owner.name")
 			return
 		}
-		require.Empty(t, r.Errors)
+		// Only the contributor can be refused, and then only its own policy is left out.
+		contributorPolicy := authz.ContributorPolicyName(contributor, "edit")
+		for _, e := range r.Errors {
+			require.Contains(t, e.Error(), "RoleBinding "+contributorPolicy+": ")
+		}
 		for _, u := range r.Objects {
 			require.Empty(t, validation.IsDNS1123Subdomain(u.GetName()), "object name %q", u.GetName())
 			require.Equal(t, ns, u.GetNamespace())
@@ -73,6 +78,16 @@ func FuzzGenerate(f *testing.F) {
 			require.NoError(t, yaml.Unmarshal(data, pol))
 			if len(pol.Spec.TargetRefs) == 0 && ambient {
 				require.Empty(t, authz.L7Attributes(&pol.Spec), "%s is enforced by ztunnel", pol.Name)
+			}
+			if len(r.Errors) > 0 {
+				require.NotEqual(t, contributorPolicy, pol.Name, "a refused contributor gets no policy")
+			}
+			for _, rule := range pol.Spec.Rules {
+				for _, c := range rule.When {
+					for _, v := range c.Values {
+						require.False(t, strings.HasPrefix(v, "*") || strings.HasSuffix(v, "*"), "%s: %s %q is an Istio wildcard", pol.Name, c.Key, v)
+					}
+				}
 			}
 			if pol.Name == cfg.Authorization.OwnerPolicyName {
 				require.Equal(t, []string{prefix + owner}, pol.Spec.Rules[0].When[0].Values)

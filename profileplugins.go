@@ -53,11 +53,20 @@ func New(cfg *Config) ([]plugin.Plugin, error) {
 }
 
 // NewRunner returns a runner of the full plugin set for cfg that writes through c and reads
-// through c as well (set Runner.Reader to read through a cache).
+// through c as well (set Runner.Reader to read through a cache). Its namespace policy follows
+// cfg.Namespaces and refuses every namespace in cfg.ReservedNamespaces().
 func NewRunner(c client.Client, cfg *Config) (*Runner, error) {
 	ps, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return plugin.NewRunner(c, ps...)
+	r, err := plugin.NewRunner(c, ps...)
+	if err != nil {
+		return nil, err
+	}
+	r.Namespaces = plugin.NamespacePolicy{
+		RequireOwnerReference: cfg.Namespaces.Ownership == config.OwnershipReference,
+		Reserved:              cfg.ReservedNamespaces(),
+	}
+	return r, nil
 }

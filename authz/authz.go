@@ -1,8 +1,8 @@
 package authz
 
 import (
+	"fmt"
 	"strconv"
-	"strings"
 
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	typev1beta1 "istio.io/api/type/v1beta1"
@@ -20,9 +20,6 @@ const (
 	// RoleAdmin is the owner's role.
 	RoleAdmin = "admin"
 )
-
-// MaxIdentityLength bounds an owner or contributor name; e-mail addresses stop at 254.
-const MaxIdentityLength = 256
 
 // kernelsPath is what the notebook controller polls to cull idle notebooks.
 const kernelsPath = "*/api/kernels"
@@ -57,7 +54,7 @@ func onBehalfOfUser(cfg *config.Config, user string) *securityv1beta1.Rule {
 // OwnerPolicy is the owner's policy, ns-owner-access-istio by default. In ambient mode it is
 // attached to the waypoint; in sidecar mode it applies to every pod of the namespace.
 func OwnerPolicy(cfg *config.Config, namespace, owner string) (*istiosecurityv1.AuthorizationPolicy, error) {
-	if errs := ValidateIdentity(field.NewPath("spec", "owner", "name"), owner); len(errs) > 0 {
+	if errs := validateUser(cfg, field.NewPath("spec", "owner", "name"), owner); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	a := cfg.Authorization
@@ -113,14 +110,22 @@ func ZtunnelPolicy(cfg *config.Config, namespace string) *istiosecurityv1.Author
 	return pol
 }
 
-// ValidateIdentity checks an owner or contributor name, which becomes a header value that the
-// policy compares: it must be a valid header value without commas and not too long.
-func ValidateIdentity(path *field.Path, name string) field.ErrorList {
-	if len(name) > MaxIdentityLength {
-		return field.ErrorList{field.TooLong(path, name, MaxIdentityLength)}
+// validateUser checks a user id with config.ValidateIdentity, and then the value the policy
+// compares, userIdPrefix+user: a configuration that skipped Validate could have a prefix "*", and
+// "*" + "bob" is a suffix match. Only the user id's own length is bounded.
+func validateUser(cfg *config.Config, path *field.Path, user string) field.ErrorList {
+	if errs := config.ValidateIdentity(path, user); len(errs) > 0 {
+		return errs
 	}
-	if strings.TrimSpace(name) != name {
-		return field.ErrorList{field.Invalid(path, name, "must not start or end with white space")}
+	prefix := cfg.Authorization.UserIDPrefix
+	if prefix == "" {
+		return nil
 	}
-	return config.ValidateHeaderValue(path, name, false)
+	var errs field.ErrorList
+	for _, e := range config.ValidateIdentity(path, prefix+user) {
+		if e.Type != field.ErrorTypeTooLong {
+			errs = append(errs, field.Invalid(path, user, fmt.Sprintf("with authorization.userIdPrefix %q the policy would compare %q: %s", prefix, prefix+user, e.Detail)))
+		}
+	}
+	return errs
 }

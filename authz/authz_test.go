@@ -167,23 +167,67 @@ func TestContributorValidation(t *testing.T) {
 }
 
 func TestContributorPolicyName(t *testing.T) {
-	// kfam's convention, as the profiles controller's users already have it in their clusters.
-	assert.Equal(t, "user-user1-example-com-clusterrole-edit", authz.ContributorPolicyName("user1@example.com", "edit"))
-	assert.Equal(t, "user-first-last-ml-corp-example-clusterrole-view", authz.ContributorPolicyName("First.Last+ml@corp.example", "view"))
+	// Worked by hand through kfam's getBindingName (kubeflow/dashboard
+	// components/access-management/kfam/bindings.go): join "User", the user with runs of
+	// non-alphanumerics as "-", "ClusterRole" and the role; lower-case; collapse the runs again.
+	cases := map[string]string{
+		"user1@example.com":          "user-user1-example-com-clusterrole-edit",
+		"First.Last+ml@corp.example": "user-first-last-ml-corp-example-clusterrole-edit",
+		"a.b@x.com":                  "user-a-b-x-com-clusterrole-edit",
+		"a-b@x.com":                  "user-a-b-x-com-clusterrole-edit",
+		"A.B@X.COM":                  "user-a-b-x-com-clusterrole-edit",
+		"--bob--":                    "user-bob-clusterrole-edit",
+		"*":                          "user-clusterrole-edit",
+		"Zoë@example.com":            "user-zo-example-com-clusterrole-edit",
+		"a%20b@x.com":                "user-a-20b-x-com-clusterrole-edit",
+	}
+	for user, want := range cases {
+		assert.Equal(t, want, authz.ContributorPolicyName(user, "edit"), "user %q", user)
+	}
+	assert.Equal(t, "user-bob-example-com-clusterrole-view", authz.ContributorPolicyName("bob@example.com", "view"))
 
-	long := authz.ContributorPolicyName(longUser, "view")
-	assert.LessOrEqual(t, len(long), 253)
-	assert.Equal(t, long, authz.ContributorPolicyName(longUser, "view"), "stable")
-	assert.NotEqual(t, long, authz.ContributorPolicyName(longUser, "edit"), "the hash keeps roles apart")
-	assert.Regexp(t, `^[a-z0-9-]+-[0-9a-f]{10}$`, long)
+	// kfam does not shorten names, so neither does this: 240 letters make a 267-byte name.
+	long := strings.Repeat("a", 240) + "@example.com"
+	assert.Equal(t, "user-"+strings.Repeat("a", 240)+"-example-com-clusterrole-edit", authz.ContributorPolicyName(long, "edit"))
+	_, err := authz.ContributorPolicy(config.Default(), ns, long, "edit")
+	require.Error(t, err, "a name kfam could not create is reported, not made up")
+	assert.ErrorContains(t, err, "contributor.user")
+	assert.ErrorContains(t, err, "kfam cannot create the policy")
 }
 
 func TestContributorsFromKfamBindingsOnly(t *testing.T) {
 	forged := kfamBinding("mallory@example.com", "edit")
 	forged.Name = "my-binding"
 	ownerBinding := kfamBinding(owner, "admin")
-	got := authz.ContributorsFrom([]*rbacv1.RoleBinding{kfamBinding("bob@example.com", "view"), forged, ownerBinding})
+	got, ignored := authz.ContributorsFrom([]metav1.Object{kfamBinding("bob@example.com", "view"), forged, ownerBinding})
 	assert.Equal(t, []authz.Contributor{{User: "bob@example.com", Role: "view"}}, got)
+	require.Len(t, ignored, 1)
+	assert.Contains(t, ignored[0], `RoleBinding my-binding has kfam's annotations (user "mallory@example.com", role "edit") but not kfam's name "user-mallory-example-com-clusterrole-edit"`)
+
+	// Metadata is enough: this is what a metadata-only cache returns.
+	meta := &metav1.PartialObjectMetadata{ObjectMeta: kfamBinding("carol@example.com", "edit").ObjectMeta}
+	got, _ = authz.ContributorsFrom([]metav1.Object{meta})
+	assert.Equal(t, []authz.Contributor{{User: "carol@example.com", Role: "edit"}}, got)
+}
+
+// Users that kfam folds to one name are a conflict: neither is granted, and the error names the
+// binding and every user, so an admin can remove the wrong one.
+func TestFoldedContributorsAreAConflict(t *testing.T) {
+	in := []authz.Contributor{
+		{User: "a.b@x.com", Role: "edit"}, {User: "bob@example.com", Role: "view"},
+		{User: "a-b@x.com", Role: "edit"}, {User: "A.B@X.COM", Role: "edit"},
+		{User: "a.b@x.com", Role: "view"}, {User: "bob@example.com", Role: "view"},
+	}
+	pols, errs := authz.ContributorPolicies(config.Default(), ns, in)
+	var names []string
+	for _, p := range pols {
+		names = append(names, p.Name)
+	}
+	assert.Equal(t, []string{"user-a-b-x-com-clusterrole-view", "user-bob-example-com-clusterrole-view"}, names,
+		"the others are unaffected, a repeated entry is one contributor, and the view role does not collide with edit")
+	require.Len(t, errs, 1)
+	assert.Equal(t, `RoleBinding user-a-b-x-com-clusterrole-edit: contributor.user: users "A.B@X.COM" and "a-b@x.com" and "a.b@x.com" all get kfam's name "user-a-b-x-com-clusterrole-edit" (kfam lower-cases ids and turns every other character into '-'); one policy can match only one of them, so none is granted until all but one are removed`,
+		errs[0].Error())
 }
 
 func TestPluginAdoptsKfamContributorPolicies(t *testing.T) {
@@ -198,8 +242,8 @@ func TestPluginAdoptsKfamContributorPolicies(t *testing.T) {
 		names = append(names, r.Name)
 	}
 	assert.ElementsMatch(t, []string{"ns-owner-access-istio", "user-bob-example-com-clusterrole-edit"}, names)
-	require.Len(t, d.Warnings, 1, "a bad binding is reported, and the rest still applies")
-	assert.Contains(t, d.Warnings[0], "contributor.user")
+	require.Len(t, d.Errors, 1, "a bad binding is reported, and the rest still applies")
+	assert.Contains(t, d.Errors[0].Error(), "RoleBinding user-a-b-clusterrole-edit: no contributor policy: contributor.user")
 }
 
 func TestKfamPoliciesWithoutTargetRefsAreReportedInAmbient(t *testing.T) {
@@ -260,5 +304,41 @@ func TestConverterRefusesBadTargets(t *testing.T) {
 			_, _, err := authz.ToAmbient(in, target)
 			assert.ErrorContains(t, err, tc.want)
 		})
+	}
+}
+
+// The ztunnel policy follows the mode, and the ambient label while the runner holds it: after a
+// switch away from ambient the runner keeps the label while pods depend on it, and the policy that
+// protects them there stays intact meanwhile.
+func TestZtunnelPolicyStaysWhileAmbientIsHeld(t *testing.T) {
+	held := plugin.Observed{Held: map[string]string{"istio.io/dataplane-mode": "ambient"}}
+	other := plugin.Observed{Held: map[string]string{"istio.io/dataplane-mode": "none"}}
+	names := func(d plugin.Desired) []string {
+		var out []string
+		for _, o := range d.Objects {
+			out = append(out, o.GetName())
+		}
+		return out
+	}
+	cases := []struct {
+		mode    config.MeshMode
+		obs     plugin.Observed
+		objects []string
+	}{
+		{config.ModeAmbient, held, []string{"ns-owner-access-istio", "ns-owner-access-istio-ztunnel"}},
+		{config.ModeAmbient, other, []string{"ns-owner-access-istio", "ns-owner-access-istio-ztunnel"}},
+		{config.ModeSidecar, held, []string{"ns-owner-access-istio", "ns-owner-access-istio-ztunnel"}},
+		{config.ModeSidecar, other, []string{"ns-owner-access-istio"}},
+		{config.ModeSidecar, plugin.Observed{Labels: map[string]string{"istio.io/dataplane-mode": "ambient"}}, []string{"ns-owner-access-istio"}},
+		{config.ModeNone, held, []string{"ns-owner-access-istio-ztunnel"}},
+		{config.ModeNone, other, nil},
+	}
+	for _, tc := range cases {
+		cfg := config.Default()
+		cfg.Mesh.Mode = tc.mode
+		d, err := authz.New(cfg).Generate(plugin.Target{Namespace: ns, Owner: owner, Observed: tc.obs})
+		require.NoError(t, err)
+		assert.Equal(t, tc.objects, names(d), "%s with %v", tc.mode, tc.obs)
+		assert.Empty(t, d.Waiting)
 	}
 }

@@ -1,14 +1,17 @@
 package authz
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"fmt"
+	"net/url"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 
 	typev1beta1 "istio.io/api/type/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -21,37 +24,53 @@ const (
 	RoleView = "view"
 )
 
+// kfamRoleRefKind is the roleRef kind of every binding kfam makes for the dashboard.
+const kfamRoleRefKind = "ClusterRole"
+
 var notAlphanumeric = regexp.MustCompile(`[^a-zA-Z0-9]+`)
 
-// ContributorPolicyName is the name kfam gives a contributor's RoleBinding and policy:
-// "user-<user>-clusterrole-<role>", lower case, every run of other characters turned into "-".
-// Following it lets the plugin recognise (and, when configured, adopt) what kfam already made.
-// A name longer than a Kubernetes object name may be (253) is cut and ends in a hash of the
-// whole name, so it stays unique and stable.
+// ContributorPolicyName is the name kfam gives a contributor's RoleBinding and policy, byte for
+// byte as getBindingName in kubeflow/dashboard components/access-management/kfam/bindings.go
+// makes it: the subject kind "User", the user with every run of characters other than ASCII
+// letters and digits turned into "-" (and then query-escaped, which leaves such a string as it
+// is), the roleRef kind "ClusterRole" and the role, joined with "-", lower-cased, and every such
+// run turned into "-" again. So "A.B@X.COM" and "a-b@x.com" get the same name.
+//
+// The name is not shortened, as kfam does not shorten it: a name longer than an
+// AuthorizationPolicy's may be (253) is one kfam cannot create the policy under, and
+// [ContributorPolicy] refuses it rather than make up another.
 func ContributorPolicyName(user, role string) string {
-	raw := strings.ToLower(strings.Join([]string{"User", notAlphanumeric.ReplaceAllString(user, "-"), "ClusterRole", role}, "-"))
-	name := notAlphanumeric.ReplaceAllString(raw, "-")
-	if len(name) <= validation.DNS1123SubdomainMaxLength {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	suffix := "-" + hex.EncodeToString(sum[:5])
-	return strings.TrimRight(name[:validation.DNS1123SubdomainMaxLength-len(suffix)], "-") + suffix
+	raw := strings.ToLower(strings.Join([]string{
+		rbacv1.UserKind, url.QueryEscape(notAlphanumeric.ReplaceAllString(user, "-")), kfamRoleRefKind, role,
+	}, "-"))
+	return notAlphanumeric.ReplaceAllString(raw, "-")
 }
 
 // ContributorPolicy is the policy that lets user work in namespace with role: the ingress and the
 // Pipelines UI may call in when the user-id header names the contributor. In ambient mode it is
 // attached to the waypoint, as the owner's is. kfam can call this instead of building its own.
+//
+// It is refused, with an error naming contributor.user and quoting the user, when the user is not
+// an identity a policy can match safely (see config.ValidateIdentity) or when kfam's name for it
+// is not a valid object name.
 func ContributorPolicy(cfg *config.Config, namespace, user, role string) (*istiosecurityv1.AuthorizationPolicy, error) {
-	var errs field.ErrorList
-	errs = append(errs, ValidateIdentity(field.NewPath("contributor", "user"), user)...)
+	path := field.NewPath("contributor")
+	errs := validateUser(cfg, path.Child("user"), user)
 	if role != RoleEdit && role != RoleView {
-		errs = append(errs, field.NotSupported(field.NewPath("contributor", "role"), role, []string{RoleEdit, RoleView}))
+		errs = append(errs, field.NotSupported(path.Child("role"), role, []string{RoleEdit, RoleView}))
+	}
+	name := ContributorPolicyName(user, role)
+	if len(errs) == 0 {
+		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(path.Child("user"), user, fmt.Sprintf(
+				"kfam names this contributor's RoleBinding and policy %q, which is not a valid AuthorizationPolicy name (%s), so kfam cannot create the policy; no other name is made up for it",
+				name, strings.Join(msgs, "; "))))
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	pol := newPolicy(ContributorPolicyName(user, role), namespace, map[string]string{UserAnnotation: user, RoleAnnotation: role})
+	pol := newPolicy(name, namespace, map[string]string{UserAnnotation: user, RoleAnnotation: role})
 	pol.Spec.Rules = append(pol.Spec.Rules, onBehalfOfUser(cfg, user))
 	if cfg.Mesh.Mode == config.ModeAmbient {
 		pol.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{GatewayTarget(cfg.Mesh.Waypoint.Name)}
@@ -62,17 +81,79 @@ func ContributorPolicy(cfg *config.Config, namespace, user, role string) (*istio
 // Contributor is one user kfam has given a role in a namespace.
 type Contributor struct{ User, Role string }
 
-// ContributorsFrom finds the contributors in kfam's RoleBindings: those annotated with user and
-// an edit or view role, and named by kfam's convention (so a hand-made binding with borrowed
-// annotations is not mistaken for one). The owner's binding (role admin) is not a contributor.
-func ContributorsFrom(bindings []*rbacv1.RoleBinding) []Contributor {
-	var out []Contributor
+// PolicyName is kfam's name for the contributor's RoleBinding and policy.
+func (c Contributor) PolicyName() string { return ContributorPolicyName(c.User, c.Role) }
+
+// ContributorsFrom finds the contributors in kfam's RoleBindings. It reads only names and
+// annotations, so bindings may come from a metadata-only cache. A binding is a contributor's when
+// it is annotated with user and an edit or view role and is named as kfam names it, so a
+// hand-made binding with borrowed annotations is not mistaken for one; the owner's binding (role
+// admin) is not a contributor. Ignored says, for each binding that carries kfam's annotations
+// but not kfam's name, why it gets no policy: the dashboard, which lists bindings by their
+// annotations, shows it as a contributor nonetheless.
+func ContributorsFrom(bindings []metav1.Object) (contributors []Contributor, ignored []string) {
 	for _, b := range bindings {
-		user, role := b.Annotations[UserAnnotation], b.Annotations[RoleAnnotation]
-		if user == "" || (role != RoleEdit && role != RoleView) || b.Name != ContributorPolicyName(user, role) {
+		user, role := b.GetAnnotations()[UserAnnotation], b.GetAnnotations()[RoleAnnotation]
+		if user == "" || (role != RoleEdit && role != RoleView) {
 			continue
 		}
-		out = append(out, Contributor{User: user, Role: role})
+		c := Contributor{User: user, Role: role}
+		if want := c.PolicyName(); b.GetName() != want {
+			ignored = append(ignored, fmt.Sprintf("RoleBinding %s has kfam's annotations (user %q, role %q) but not kfam's name %q, so it grants no network access; kfam made none like it",
+				b.GetName(), user, role, want))
+			continue
+		}
+		contributors = append(contributors, c)
 	}
-	return out
+	return contributors, ignored
+}
+
+// ContributorPolicies makes the policies of a namespace's contributors, sorted by name. A
+// contributor that cannot have one gets an error naming the RoleBinding instead: a user refused by
+// [ContributorPolicy], or users that kfam folds to one name (a.b@x.com, a-b@x.com and A.B@X.COM
+// with the same role all become user-a-b-x-com-clusterrole-<role>). One policy under that name
+// can match only one of them, and choosing would be a guess, so neither is granted until all but
+// one of them are removed. Within one namespace Kubernetes' unique names already prevent it (kfam's
+// second RoleBinding is refused as AlreadyExists); lists assembled elsewhere can still collide.
+func ContributorPolicies(cfg *config.Config, namespace string, contributors []Contributor) ([]*istiosecurityv1.AuthorizationPolicy, []error) {
+	byName := map[string][]Contributor{}
+	for _, c := range contributors {
+		name := c.PolicyName()
+		if !slices.Contains(byName[name], c) {
+			byName[name] = append(byName[name], c)
+		}
+	}
+	names := make([]string, 0, len(byName))
+	for name := range byName {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var (
+		pols []*istiosecurityv1.AuthorizationPolicy
+		errs []error
+	)
+	for _, name := range names {
+		same := byName[name]
+		if len(same) > 1 {
+			errs = append(errs, foldConflict(name, same))
+			continue
+		}
+		pol, err := ContributorPolicy(cfg, namespace, same[0].User, same[0].Role)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("RoleBinding %s: no contributor policy: %w", name, err))
+			continue
+		}
+		pols = append(pols, pol)
+	}
+	return pols, errs
+}
+
+func foldConflict(name string, same []Contributor) error {
+	users := make([]string, len(same))
+	for i, c := range same {
+		users[i] = fmt.Sprintf("%q", c.User)
+	}
+	sort.Strings(users)
+	return fmt.Errorf("RoleBinding %s: contributor.user: users %s all get kfam's name %q (kfam lower-cases ids and turns every other character into '-'); one policy can match only one of them, so none is granted until all but one are removed",
+		name, strings.Join(users, " and "), name)
 }

@@ -33,4 +33,46 @@
 // Every policy without targetRefs that this package writes uses only L4 attributes; every rule
 // with paths, methods or headers sits in a policy with targetRefs. [L7Attributes] checks that, and
 // the tests run it over every generated policy.
+//
+// # Identities
+//
+// Every user id that reaches a header condition (the owner, each contributor, and the configured
+// user-id prefix in front of them) passes config.ValidateIdentity, and so does the value the
+// policy compares, prefix+user: no '*' at either end (Istio would read it as presence, suffix or
+// prefix match), no invisible or format characters, no control characters or commas. The owner
+// must be kind User: the owner policy matches one user id, which a Group does not have.
+//
+// # Contributors and kfam
+//
+// kfam, the access-management service behind the dashboard's "manage contributors", writes two
+// objects per contributor (BindingClient.Create in kubeflow/dashboard
+// components/access-management/kfam/bindings.go): first a RoleBinding named as
+// [ContributorPolicyName] names it, annotated with user and role, binding ClusterRole
+// kubeflow-<role> to the user; then it POSTs an AuthorizationPolicy of the same name and
+// annotations, without targetRefs. Removing a contributor, it reads the RoleBinding and the policy,
+// then deletes the RoleBinding and then the policy.
+//
+// With authorization.contributors "plugin" the RoleBinding is the only truth: the plugin reads the
+// bindings (names and annotations only, see [ContributorsFrom]), writes each contributor's policy
+// itself, with targetRefs in ambient mode, and takes over a policy kfam made under that name. A
+// controller that watches RoleBindings (examples/controller does) writes the policy as soon as the
+// binding appears, usually before kfam's POST, which then fails with AlreadyExists: kfam returns
+// that error to the dashboard although the contributor was added. When kfam was first, the plugin
+// takes its policy over. On removal the plugin deletes the policy once the binding is gone, and
+// kfam's own delete of the policy may then find it gone (NotFound).
+//
+// What a fork of kfam changes: stop writing contributor policies when the plugin writes them (or
+// treat AlreadyExists on create and NotFound on delete as success); otherwise build the policy with
+// [ContributorPolicy], which adds targetRefs and validates the user; refuse a user that
+// config.ValidateIdentity refuses before creating the RoleBinding, so a "*" or an invisible
+// character is refused in the dashboard instead of reported on the Profile; and, when listing
+// contributors, require kfam's name as [ContributorsFrom] does, since kfam's List trusts the
+// annotations of any binding.
+//
+// Names are kfam's byte for byte and never shortened: a contributor whose name would exceed 253
+// characters gets no policy (kfam could not create it either) and an error naming the binding.
+// Users that kfam folds to one name are a conflict and none of them is granted (see
+// [ContributorPolicies]). A contributor policy the plugin did not make whose header value it would
+// refuse (kfam's policy for a binding with user "*", which in sidecar mode admits everyone) is left
+// alone, as another writer's object, and reported as an error that says to delete it.
 package authz

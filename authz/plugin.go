@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"sort"
 
+	"istio.io/api/label"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -27,9 +30,18 @@ func New(cfg *config.Config) *Plugin { return &Plugin{cfg: cfg} }
 // Name implements plugin.Plugin.
 func (p *Plugin) Name() string { return PluginName }
 
-// Kinds implements plugin.Plugin. RoleBindings are only read: they say who the contributors are.
+// Kinds implements plugin.Plugin. RoleBindings are only read, and only their names and
+// annotations (who the contributors are), so they are listed as metadata: a controller that
+// watches them with builder.OnlyMetadata then caches no roleRefs or subjects.
 func (p *Plugin) Kinds() []client.ObjectList {
-	return []client.ObjectList{&istiosecurityv1.AuthorizationPolicyList{}, &rbacv1.RoleBindingList{}}
+	return []client.ObjectList{&istiosecurityv1.AuthorizationPolicyList{}, RoleBindingMetadataList()}
+}
+
+// RoleBindingMetadataList is the metadata-only list of RoleBindings the plugin reads.
+func RoleBindingMetadataList() *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBindingList"))
+	return l
 }
 
 var policyGK = schema.GroupKind{Group: istiosecurityv1.SchemeGroupVersion.Group, Kind: "AuthorizationPolicy"}
@@ -37,49 +49,127 @@ var policyGK = schema.GroupKind{Group: istiosecurityv1.SchemeGroupVersion.Group,
 // Generate implements plugin.Plugin.
 func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	cfg := p.cfg
+	var d plugin.Desired
+	// After a switch away from ambient the runner keeps the namespace there while pods depend on
+	// it (see plugin.DataPlane); the L4 policy that protects them stays, intact, as long as it does.
+	if cfg.Mesh.Mode == config.ModeAmbient || t.Observed.Held[label.IoIstioDataplaneMode.Name] == "ambient" {
+		d.Objects = append(d.Objects, ZtunnelPolicy(cfg, t.Namespace))
+	}
 	if cfg.Mesh.Mode == config.ModeNone {
-		return plugin.Desired{}, nil
+		return d, nil
+	}
+	if err := ownerKindIsUser(t); err != nil {
+		return plugin.Desired{}, err
 	}
 	owner, err := OwnerPolicy(cfg, t.Namespace, t.Owner)
 	if err != nil {
 		return plugin.Desired{}, err
 	}
-	d := plugin.Desired{Objects: []client.Object{owner}}
+	d.Objects = append([]client.Object{owner}, d.Objects...)
 	if cfg.Authorization.AdoptOwnerPolicy {
 		d.Adopt = append(d.Adopt, plugin.Ref{GroupKind: policyGK, Name: owner.Name})
-	}
-	if cfg.Mesh.Mode == config.ModeAmbient {
-		d.Objects = append(d.Objects, ZtunnelPolicy(cfg, t.Namespace))
 	}
 
 	switch cfg.Authorization.Contributors {
 	case config.ContributorsByPlugin:
-		var bindings []*rbacv1.RoleBinding
-		for _, o := range t.Observed.Objects {
-			if b, ok := o.(*rbacv1.RoleBinding); ok {
-				bindings = append(bindings, b)
-			}
-		}
-		contributors := ContributorsFrom(bindings)
-		sort.Slice(contributors, func(i, j int) bool {
-			return ContributorPolicyName(contributors[i].User, contributors[i].Role) < ContributorPolicyName(contributors[j].User, contributors[j].Role)
-		})
-		for _, c := range contributors {
-			pol, err := ContributorPolicy(cfg, t.Namespace, c.User, c.Role)
-			if err != nil {
-				// One bad binding must not take the owner's access down with it.
-				d.Warnings = append(d.Warnings, fmt.Sprintf("RoleBinding %s: no contributor policy: %v", ContributorPolicyName(c.User, c.Role), err))
-				continue
-			}
+		contributors, ignored := ContributorsFrom(roleBindings(t.Observed))
+		sort.Strings(ignored)
+		d.Warnings = append(d.Warnings, ignored...)
+		// A contributor refused here loses only its own policy; the owner keeps access.
+		pols, errs := ContributorPolicies(cfg, t.Namespace, contributors)
+		for _, pol := range pols {
 			d.Objects = append(d.Objects, pol)
 			d.Adopt = append(d.Adopt, plugin.Ref{GroupKind: policyGK, Name: pol.Name})
 		}
+		d.Errors = append(d.Errors, errs...)
 	case config.ContributorsByKfam:
 		if cfg.Mesh.Mode == config.ModeAmbient {
 			d.Warnings = append(d.Warnings, detachedContributorPolicies(t.Observed)...)
 		}
 	}
+	d.Errors = append(d.Errors, foreignContributorWildcards(cfg, t.Observed)...)
 	return d, nil
+}
+
+// foreignContributorWildcards reports contributor policies that kfam (or anyone but this plugin)
+// made with a user id this package refuses, such as kfam's policy for a binding with user "*":
+// kfam does not check, and in sidecar mode such a policy opens the namespace. The plugin does not
+// own it and leaves it alone, so the error says to delete it.
+func foreignContributorWildcards(cfg *config.Config, obs plugin.Observed) []error {
+	key := headerCondition(cfg, "").Key
+	var errs []error
+	for _, o := range obs.Objects {
+		pol, ok := o.(*istiosecurityv1.AuthorizationPolicy)
+		if !ok || plugin.IsManagedBy(pol.Labels, PluginName) {
+			continue
+		}
+		if role := pol.Annotations[RoleAnnotation]; pol.Annotations[UserAnnotation] == "" || (role != RoleEdit && role != RoleView) {
+			continue
+		}
+		for _, e := range refusedHeaderValues(pol, key) {
+			errs = append(errs, fmt.Errorf("AuthorizationPolicy %s (not made by this plugin, for user %q): %w; it is left alone: delete it and its RoleBinding",
+				pol.Name, pol.Annotations[UserAnnotation], e))
+		}
+	}
+	// Observed objects come in the cache's order; the result must not.
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs
+}
+
+// refusedHeaderValues checks every value pol compares with the header key as an identity. Length
+// is not its concern: a long id is no wildcard.
+func refusedHeaderValues(pol *istiosecurityv1.AuthorizationPolicy, key string) field.ErrorList {
+	var out field.ErrorList
+	for i, r := range pol.Spec.Rules {
+		for j, c := range r.When {
+			if c.Key != key {
+				continue
+			}
+			for k, v := range c.Values {
+				path := field.NewPath("spec", "rules").Index(i).Child("when").Index(j).Child("values").Index(k)
+				for _, e := range config.ValidateIdentity(path, v) {
+					if e.Type != field.ErrorTypeTooLong {
+						out = append(out, e)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ownerKindIsUser refuses a Profile owned by a Group or a ServiceAccount: the owner policy
+// matches the user-id header, which names one person, so a group's name there would match a user
+// who happens to be called like the group. An empty kind counts as User: the API server refuses a
+// Profile without one (the CRD requires it), so only a Profile read from a file lacks it.
+func ownerKindIsUser(t plugin.Target) error {
+	if t.Profile == nil {
+		return nil
+	}
+	switch kind := t.Profile.Spec.Owner.Kind; kind {
+	case rbacv1.UserKind, "":
+		return nil
+	default:
+		return field.Invalid(field.NewPath("spec", "owner", "kind"), kind,
+			"the owner policy matches the user-id header, which names one user, so the owner must be kind User; "+
+				"make one person the owner and add the group's members as contributors")
+	}
+}
+
+// roleBindings are the observed RoleBindings, as full objects or as metadata.
+func roleBindings(obs plugin.Observed) []metav1.Object {
+	var out []metav1.Object
+	for _, o := range obs.Objects {
+		switch b := o.(type) {
+		case *rbacv1.RoleBinding:
+			out = append(out, b)
+		case *metav1.PartialObjectMetadata:
+			if b.GroupVersionKind().GroupKind() == rbacv1.SchemeGroupVersion.WithKind("RoleBinding").GroupKind() {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
 }
 
 // detachedContributorPolicies warns about kfam policies that ambient mode makes useless: without

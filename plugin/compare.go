@@ -9,13 +9,15 @@ import (
 	"slices"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // toMap turns a typed object into its JSON form. It goes through encoding/json rather than
 // runtime.DefaultUnstructuredConverter because Istio's specs are protobuf messages whose JSON form
-// comes from their own MarshalJSON.
+// comes from their own MarshalJSON. Their enums are then stated explicitly (see statedEnums).
 func toMap(obj any) (map[string]any, error) {
 	data, err := json.Marshal(obj)
 	if err != nil {
@@ -25,7 +27,45 @@ func toMap(obj any) (map[string]any, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err
 	}
+	if spec, ok := m["spec"].(map[string]any); ok {
+		stateEnums(protoSpec(obj), spec)
+	}
 	return m, nil
+}
+
+// protoSpec is the protobuf message in obj's Spec field, if it has one (Istio's typed objects).
+func protoSpec(obj any) proto.Message {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.Elem().FieldByName("Spec")
+	if !f.IsValid() || !f.CanAddr() {
+		return nil
+	}
+	msg, _ := f.Addr().Interface().(proto.Message)
+	return msg
+}
+
+// stateEnums writes the enum fields at the top of a protobuf spec that its JSON form leaves out
+// because they hold the zero value. For an AuthorizationPolicy that zero value is action ALLOW:
+// without it in the apply body, another writer's action AUDIT or DENY would look like a superset
+// of what the plugin wants, and a policy that no longer allows-only would count as unchanged.
+func stateEnums(msg proto.Message, spec map[string]any) {
+	if msg == nil {
+		return
+	}
+	r := msg.ProtoReflect()
+	fields := r.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if fd.Kind() != protoreflect.EnumKind || fd.Cardinality() == protoreflect.Repeated || fd.ContainingOneof() != nil || r.Has(fd) {
+			continue
+		}
+		if _, set := spec[fd.JSONName()]; !set {
+			spec[fd.JSONName()] = string(fd.Enum().Values().ByNumber(0).Name())
+		}
+	}
 }
 
 // desiredHash hashes the applied form of an object (without the hash annotation itself).

@@ -37,7 +37,10 @@ var _ plugin.Plugin = greeter{}
 func ExampleRunner_Apply() {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().WithScheme(plugin.NewScheme()).WithReturnManagedFields().
-		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice"}}).Build()
+		// The namespace as the profiles controller creates it: the runner writes only into a
+		// namespace that is the Profile's.
+		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice",
+			Annotations: map[string]string{plugin.OwnerAnnotation: "alice@example.com"}}}).Build()
 	profile := &profilev1.Profile{
 		ObjectMeta: metav1.ObjectMeta{Name: "alice", UID: "5e0b1c1e"},
 		Spec:       profilev1.ProfileSpec{Owner: fixture.User("alice@example.com")},

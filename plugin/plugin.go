@@ -16,7 +16,9 @@ type Plugin interface {
 	Name() string
 	// Kinds lists, as empty lists (such as &gatewayv1.GatewayList{}), every object type the plugin
 	// may emit in any configuration, so the runner can find and prune objects from an earlier
-	// configuration even when the plugin now emits none of that type.
+	// configuration even when the plugin now emits none of that type. A kind the plugin only
+	// reads is listed as a metav1.PartialObjectMetadataList: the runner observes it as metadata
+	// and never prunes it.
 	Kinds() []client.ObjectList
 	// Generate returns what the plugin wants for t. It must be deterministic and must not call
 	// the API server: everything it may depend on is in t.
@@ -28,6 +30,20 @@ type Plugin interface {
 // plugins returns true.
 type PodObserver interface {
 	NeedsPods() bool
+}
+
+// DataPlane is implemented by plugins whose namespace labels put running pods into a data plane
+// (istio.io/dataplane-mode=ambient). Taking such a label away leaves the pods it captured outside
+// every data plane, with no mTLS and no policy at all, so the runner keeps a data-plane label the
+// plugin owns, and the objects it requires, while Captured names a pod: after a mode switch, when
+// a requirement is lost, and on Revoke.
+type DataPlane interface {
+	// DataPlaneLabels maps each data-plane label key to the objects that protect the pods it
+	// captures (for dataplane-mode, the ztunnel policy). It must not depend on the mode.
+	DataPlaneLabels() map[string][]Ref
+	// Captured names the running pods that the namespace label key=value puts in a data plane
+	// and that no other data plane would take if it went away.
+	Captured(key, value string, pods []corev1.Pod) []string
 }
 
 // Target is one user namespace as a plugin sees it.
@@ -52,8 +68,13 @@ type Observed struct {
 	// Objects are the objects of every plugin's Kinds in the namespace, made by anyone,
 	// status included.
 	Objects []client.Object
-	// Pods are the namespace's pods, listed only when a plugin is a PodObserver.
+	// Pods are the namespace's pods, listed only when a plugin is a PodObserver or a DataPlane.
 	Pods []corev1.Pod
+	// Held are the data-plane labels (key to value) that the runner keeps on the namespace in this
+	// call whatever the plugins want, because running pods depend on them (see DataPlane). A plugin
+	// that makes an object such a label requires keeps making it while the label is held, so the
+	// object stays intact until the label goes.
+	Held map[string]string
 }
 
 // Lookup returns the observed object of type T named name, if there is one.
@@ -75,8 +96,9 @@ type Desired struct {
 	// Labels are the namespace labels the plugin owns; a key it owned before and no longer lists is
 	// removed, unless another writer also set it.
 	Labels map[string]string
-	// LabelRequires gates labels: a label key here is set only once every listed object exists
-	// (applied in this run, or already present). Objects of other plugins may be named.
+	// LabelRequires gates labels: a label key here is set, and kept, only while every listed
+	// object exists, carries its plugin's labels and is intact (see the package doc's safety
+	// model). Objects of other plugins may be named.
 	LabelRequires map[string][]Ref
 	// Enrolment lists label keys that send traffic somewhere or enrol the namespace in a data
 	// plane (istio.io/use-waypoint, istio.io/dataplane-mode). When the plugin owns one of them

@@ -40,16 +40,15 @@ func Render(s *runtime.Scheme, plugins []Plugin, t Target) (*Rendering, error) {
 		}
 	}
 	out := &Rendering{Errors: res.errors()}
-	exists := map[Ref]bool{}
 	for _, p := range plans {
 		for _, o := range p.objects {
-			exists[o.ref] = true
 			out.Objects = append(out.Objects, &unstructured.Unstructured{Object: o.data})
 		}
 	}
 	labels := map[string]string{}
+	pr := protection(plans, t.Observed)
 	for _, p := range plans {
-		maps.Copy(labels, gateLabels(p, exists))
+		maps.Copy(labels, decideLabels(p, nil, pr, holds{}))
 	}
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")

@@ -36,11 +36,15 @@ type ConflictError struct {
 	ManagedBy string
 }
 
-func (e *ConflictError) Error() string {
-	who := "another writer"
+func (e *ConflictError) who() string {
 	if e.ManagedBy != "" {
-		who = e.ManagedBy
+		return e.ManagedBy
 	}
+	return "another writer"
+}
+
+func (e *ConflictError) Error() string {
+	who := e.who()
 	return fmt.Sprintf("plugin %s: %s exists and was made by %s; it is left alone (delete or rename it to let the plugin create its own)",
 		e.Plugin, e.Ref, who)
 }

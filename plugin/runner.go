@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,6 +49,9 @@ type Runner struct {
 	Plugins []Plugin
 	// WaitRequeue is the requeue delay while a plugin waits; zero means DefaultWaitRequeue.
 	WaitRequeue time.Duration
+	// Namespaces decides which namespaces are the Profile's to write into; the zero value is
+	// the default rule and refuses AlwaysReserved.
+	Namespaces NamespacePolicy
 }
 
 // NewRunner checks the plugins' names and returns a Runner that reads and writes through c.
@@ -86,14 +90,20 @@ type applyObject struct {
 	ref  Ref
 	gvk  schema.GroupVersionKind
 	data map[string]any // the apply body
-	ok   bool           // exists as desired after phase 1
+	// broken says why the object does not protect after phase 1; "" when it does.
+	broken string
 }
 
-// Apply brings the Profile's namespace to what the plugins want: enrolment labels that change are
-// withdrawn first, then objects are applied, then labels, then stale objects pruned. Errors of one object or plugin are recorded in the Result and do not stop the
-// others; only a failure to observe the namespace stops the call.
+// Apply brings the Profile's namespace to what the plugins want, in four phases (see the package
+// doc): enrolment labels that change are withdrawn first, then objects are applied, then labels,
+// each gated on the protection it requires, then stale objects are pruned. Errors of one object or
+// plugin are recorded in the Result and do not stop the others; only a failure to observe the
+// namespace stops the call.
 func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result {
 	res := r.newResult()
+	if !r.admitApply(ctx, profile, res) {
+		return res
+	}
 	if profile.UID == "" {
 		res.Errors = append(res.Errors, fmt.Errorf("profile %q has no UID: pass the object read from the API server", profile.Name))
 		return res
@@ -103,6 +113,8 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 		res.Errors = append(res.Errors, err)
 		return res
 	}
+	held := holdDataPlane(r.Plugins, ns, obs.Pods)
+	obs.Held = held.all()
 	target := Target{Namespace: profile.Name, Owner: profile.Spec.Owner.Name, Profile: profile, Observed: obs}
 	plans := plan(r.Client.Scheme(), r.Plugins, res, target)
 
@@ -110,7 +122,7 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 	// they send traffic to are rewritten.
 	for _, p := range plans {
 		if !p.failed {
-			r.withdrawEnrolment(ctx, p, ns)
+			r.withdrawEnrolment(ctx, p, ns, held)
 		}
 	}
 	// Phase 1: objects. Policies must exist before any label enrols the namespace.
@@ -119,26 +131,34 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 			r.applyObjects(ctx, p, obs)
 		}
 	}
-	// Phase 2: labels, each gated on the objects it requires.
-	exists := existing(plans, obs)
+	// Phase 2: labels, each gated on the protection it requires.
+	why := protection(plans, obs)
 	for _, p := range plans {
 		if !p.failed {
-			r.applyLabels(ctx, p, ns, gateLabels(p, exists))
+			r.applyLabels(ctx, p, ns, decideLabels(p, ns, why, held))
 		}
 	}
 	// Phase 3: prune what plugins made earlier and want no more; protection comes down last.
 	for _, p := range plans {
 		if !p.failed {
-			r.prune(ctx, p, obs)
+			r.prune(ctx, p, obs, held.refs)
 		}
 	}
 	return res
 }
 
-// Revoke removes the labels every plugin owns on the namespace and then deletes every object the
-// plugins made there. It is idempotent, and a missing namespace is success.
+// Revoke takes down what the plugins made, in the order that keeps pods covered: routing labels
+// first, then the objects behind them; data-plane labels and the objects they require last, and
+// only once no running pod would be left outside every data plane. While such pods run, it says
+// so in Waiting (the controller requeues) unless the namespace is going away anyway, because it is
+// being deleted or the Profile is its controller: then those are left to the namespace's deletion
+// and garbage collection, so a finalizer never waits on pods. It is idempotent, and a missing
+// namespace is success.
 func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result {
 	res := r.newResult()
+	if !r.admitRevoke(ctx, profile, res) {
+		return res
+	}
 	ns, obs, err := r.observe(ctx, profile.Name)
 	if errors.Is(err, ErrNamespaceNotFound) {
 		return res
@@ -147,11 +167,17 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 		res.Errors = append(res.Errors, err)
 		return res
 	}
+	held := holdDataPlane(r.Plugins, ns, obs.Pods)
+	leaving := ns.DeletionTimestamp != nil || controlledBy(ns, profile)
 	for i, p := range r.Plugins {
-		r.applyLabels(ctx, &planned{plugin: p, res: &res.Plugins[i]}, ns, map[string]string{})
+		pl := &planned{plugin: p, res: &res.Plugins[i]}
+		r.applyLabels(ctx, pl, ns, held.labelsOf(p.Name()))
+		if !leaving {
+			pl.res.Waiting = append(pl.res.Waiting, held.waiting(p.Name())...)
+		}
 	}
 	for i, p := range r.Plugins {
-		r.prune(ctx, &planned{plugin: p, res: &res.Plugins[i]}, obs)
+		r.prune(ctx, &planned{plugin: p, res: &res.Plugins[i]}, obs, held.refs)
 	}
 	return res
 }
@@ -181,6 +207,9 @@ func (r *Runner) observe(ctx context.Context, name string) (*corev1.Namespace, O
 	wantPods := false
 	for _, p := range r.Plugins {
 		if po, ok := p.(PodObserver); ok && po.NeedsPods() {
+			wantPods = true
+		}
+		if _, ok := p.(DataPlane); ok {
 			wantPods = true
 		}
 		for _, l := range p.Kinds() {
@@ -375,7 +404,9 @@ type gvkKey struct {
 }
 
 func gvkFor(s *runtime.Scheme, obj runtime.Object) (schema.GroupVersionKind, error) {
-	if _, ok := obj.(runtime.Unstructured); ok {
+	switch obj.(type) {
+	// One Go type stands for many kinds here: the kind is in the object, never cache it by type.
+	case runtime.Unstructured, *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
 		return apiutil.GVKForObject(obj, s)
 	}
 	key := gvkKey{s, reflect.TypeOf(obj)}
@@ -406,47 +437,109 @@ func (r *Runner) applyObjects(ctx context.Context, p *planned, obs Observed) {
 	}
 	for i := range p.objects {
 		ao := &p.objects[i]
-		body, err := withHash(ao.data)
-		if err != nil {
-			p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: %s: %w", p.plugin.Name(), ao.ref, err))
-			continue
-		}
-		cur := findObserved(obs, ao.gvk, ao.ref.Name)
-		if cur != nil {
-			if !IsManagedBy(cur.GetLabels(), p.plugin.Name()) {
-				// Another of this library's plugins is never adopted from: that would make two
-				// plugins fight over one object.
-				if !adopt[ao.ref] || cur.GetLabels()[ManagedByLabel] == ManagedByValue {
-					p.res.Errors = append(p.res.Errors, &ConflictError{Plugin: p.plugin.Name(), Ref: ao.ref, ManagedBy: managedBy(cur.GetLabels())})
-					continue
-				}
-				p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("adopted %s, which another writer made", ao.ref))
+		ao.broken = r.applyObject(ctx, p, ao, findObserved(obs, ao.gvk, ao.ref.Name), adopt[ao.ref])
+	}
+}
+
+// applyObject writes one object if it is not as desired, and says why it does not protect after
+// the call ("" when it does: as desired, written now, or an earlier version of the plugin's own
+// that still stands because an update failed).
+func (r *Runner) applyObject(ctx context.Context, p *planned, ao *applyObject, cur client.Object, adoptable bool) string {
+	name := p.plugin.Name()
+	body, err := withHash(ao.data)
+	if err != nil {
+		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: %s: %w", name, ao.ref, err))
+		return "could not be rendered"
+	}
+	var foreign map[string][]string
+	if cur != nil {
+		adopted := false
+		if !IsManagedBy(cur.GetLabels(), name) {
+			// Another of this library's plugins is never adopted from: that would make two
+			// plugins fight over one object.
+			if !adoptable || cur.GetLabels()[ManagedByLabel] == ManagedByValue {
+				err := &ConflictError{Plugin: name, Ref: ao.ref, ManagedBy: managedBy(cur.GetLabels())}
+				p.res.Errors = append(p.res.Errors, err)
+				return "exists and was made by " + err.who()
 			}
-			curMap, err := toMap(cur)
-			if err == nil {
-				if same, _ := contains(curMap, body, ""); same {
-					ao.ok = true
-					p.res.Unchanged = append(p.res.Unchanged, ao.ref)
-					continue
-				}
-			}
+			adopted = true
+			p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("adopted %s, which another writer made", ao.ref))
 		}
-		wctx, warnings := collectWarnings(ctx)
-		u := &unstructured.Unstructured{Object: body}
-		err = r.Client.Apply(wctx, client.ApplyConfigurationFromUnstructured(u),
-			client.FieldOwner(FieldManager(p.plugin.Name())), client.ForceOwnership)
-		p.res.Warnings = append(p.res.Warnings, warnings()...)
-		if err != nil {
-			p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: applying %s: %w", p.plugin.Name(), ao.ref, err))
-			continue
+		foreign = foreignSpecFields(cur, name)
+		if len(foreign) == 0 && matches(cur, body) {
+			p.res.Unchanged = append(p.res.Unchanged, ao.ref)
+			return ""
 		}
-		ao.ok = true
+		if others := withoutManager(foreign, FieldManager(name)); len(others) > 0 && !adopted {
+			p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("%s was changed by another writer (%s); restoring the desired spec", ao.ref, describeForeign(others)))
+		}
+	}
+	restoreFailed := false
+	if len(foreign) > 0 {
+		restoreFailed = !r.restore(ctx, p, ao, cur, body)
+	}
+	wctx, warnings := collectWarnings(ctx)
+	err = r.Client.Apply(wctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: body}),
+		client.FieldOwner(FieldManager(name)), client.ForceOwnership)
+	p.res.Warnings = append(p.res.Warnings, warnings()...)
+	if err != nil {
+		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: applying %s: %w", name, ao.ref, err))
+	}
+	if err == nil {
 		if cur == nil {
 			p.res.Created = append(p.res.Created, ao.ref)
 		} else {
 			p.res.Updated = append(p.res.Updated, ao.ref)
 		}
 	}
+	return afterWrite(cur, name, foreign, restoreFailed, err)
+}
+
+// afterWrite says why an object does not protect after the runner wrote it ("" when it does).
+func afterWrite(cur client.Object, plugin string, foreign map[string][]string, restoreFailed bool, applyErr error) string {
+	switch {
+	case restoreFailed:
+		return "was changed by another writer (" + describeForeign(foreign) + ") and restoring it failed"
+	case applyErr == nil:
+		return ""
+	case cur == nil:
+		return "does not exist and creating it failed"
+	case len(foreign) > 0:
+		return "" // restored to exactly the desired spec; only taking ownership back failed
+	case IsManagedBy(cur.GetLabels(), plugin):
+		return "" // the earlier version of the plugin's own still protects
+	}
+	return "could not be taken over"
+}
+
+// restore replaces cur's spec by exactly the desired one. Server-side apply cannot do it: it
+// never removes fields another manager owns, such as a selector or targetRefs added to a
+// policy. An Update with cur's resourceVersion as precondition can, and it keeps the object in
+// place throughout; deleting and re-creating it (with a UID precondition) would leave the
+// namespace without the policy in between, and with no ALLOW policy ztunnel admits every caller.
+// A stale resourceVersion fails with a conflict and the next reconcile tries again.
+func (r *Runner) restore(ctx context.Context, p *planned, ao *applyObject, cur client.Object, body map[string]any) bool {
+	u, err := restoredBody(cur, body)
+	if err == nil {
+		wctx, warnings := collectWarnings(ctx)
+		err = r.Client.Update(wctx, u, client.FieldOwner(FieldManager(p.plugin.Name())))
+		p.res.Warnings = append(p.res.Warnings, warnings()...)
+	}
+	if err != nil {
+		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: restoring %s: %w", p.plugin.Name(), ao.ref, err))
+		return false
+	}
+	return true
+}
+
+// matches reports whether cur holds every field of the apply body with the same value.
+func matches(cur client.Object, body map[string]any) bool {
+	m, err := toMap(cur)
+	if err != nil {
+		return false
+	}
+	same, _ := contains(m, body, "")
+	return same
 }
 
 // withHash returns a copy of the apply body carrying the desired-hash annotation.
@@ -475,25 +568,9 @@ func managedBy(labels map[string]string) string {
 	return labels[ManagedByLabel]
 }
 
-// existing is the set of desired objects (so none is pruned) that exist after phase 1: applied in
-// this run, or already there and made by the plugin that wants them. A failed update of an object
-// that exists keeps its labels: the earlier version still protects.
-func existing(plans []*planned, obs Observed) map[Ref]bool {
-	out := map[Ref]bool{}
-	for _, p := range plans {
-		for _, o := range p.objects {
-			cur := findObserved(obs, o.gvk, o.ref.Name)
-			if o.ok || (cur != nil && IsManagedBy(cur.GetLabels(), p.plugin.Name())) {
-				out[o.ref] = true
-			}
-		}
-	}
-	return out
-}
-
 // withdrawEnrolment removes the plugin's enrolment labels whose value is about to change or
 // which it no longer wants, keeping every other label it owns as it is.
-func (r *Runner) withdrawEnrolment(ctx context.Context, p *planned, ns *corev1.Namespace) {
+func (r *Runner) withdrawEnrolment(ctx context.Context, p *planned, ns *corev1.Namespace, held holds) {
 	if len(p.desired.Enrolment) == 0 {
 		return
 	}
@@ -508,7 +585,7 @@ func (r *Runner) withdrawEnrolment(ctx context.Context, p *planned, ns *corev1.N
 	}
 	for _, k := range p.desired.Enrolment {
 		want, wanted := p.desired.Labels[k]
-		if owned[k] && (!wanted || want != ns.Labels[k]) {
+		if owned[k] && (!wanted || want != ns.Labels[k]) && !held.holds(p.plugin.Name(), k) {
 			delete(keep, k)
 			withdraw = true
 		}
@@ -521,30 +598,6 @@ func (r *Runner) withdrawEnrolment(ctx context.Context, p *planned, ns *corev1.N
 			*ns = *fresh
 		}
 	}
-}
-
-// gateLabels drops every label whose required objects do not all exist, and says so.
-func gateLabels(p *planned, exists map[Ref]bool) map[string]string {
-	labels := maps.Clone(p.desired.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	for _, key := range slices.Sorted(maps.Keys(p.desired.LabelRequires)) {
-		if _, wanted := labels[key]; !wanted {
-			continue
-		}
-		var missing []string
-		for _, ref := range p.desired.LabelRequires[key] {
-			if !exists[ref] {
-				missing = append(missing, ref.String())
-			}
-		}
-		if len(missing) > 0 {
-			delete(labels, key)
-			p.res.Waiting = append(p.res.Waiting, fmt.Sprintf("label %s withheld until %s exists", key, strings.Join(missing, ", ")))
-		}
-	}
-	return labels
 }
 
 // applyLabels makes the plugin's field manager own exactly labels on the namespace, and writes
@@ -584,8 +637,9 @@ func (r *Runner) applyLabels(ctx context.Context, p *planned, ns *corev1.Namespa
 	p.res.LabelsRemoved = append(p.res.LabelsRemoved, removed...)
 }
 
-// prune deletes the plugin's observed objects that it no longer wants.
-func (r *Runner) prune(ctx context.Context, p *planned, obs Observed) {
+// prune deletes the plugin's observed objects that it no longer wants, except those that a held
+// data-plane label requires.
+func (r *Runner) prune(ctx context.Context, p *planned, obs Observed, keep map[Ref]bool) {
 	want := map[Ref]bool{}
 	for _, o := range p.objects {
 		want[o.ref] = true
@@ -594,8 +648,13 @@ func (r *Runner) prune(ctx context.Context, p *planned, obs Observed) {
 		if !IsManagedBy(cur.GetLabels(), p.plugin.Name()) {
 			continue
 		}
-		ref := Ref{GroupKind: cur.GetObjectKind().GroupVersionKind().GroupKind(), Name: cur.GetName()}
-		if want[ref] {
+		// A kind listed as metadata only is read, never written (authz reads kfam's RoleBindings
+		// so): whoever labelled such an object as the plugin's cannot make the runner delete it.
+		if _, readOnly := cur.(*metav1.PartialObjectMetadata); readOnly {
+			continue
+		}
+		ref := refOf(cur)
+		if want[ref] || keep[ref] {
 			continue
 		}
 		uid := cur.GetUID()

@@ -12,6 +12,7 @@ import (
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -88,7 +89,8 @@ type env struct {
 func newEnv(t *testing.T, objs ...client.Object) *env {
 	t.Helper()
 	e := &env{}
-	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "ml"}}}
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "ml"},
+		Annotations: map[string]string{plugin.OwnerAnnotation: "alice@example.com"}}}
 	e.Client = fake.NewClientBuilder().
 		WithScheme(plugin.NewScheme()).
 		WithReturnManagedFields().
@@ -318,7 +320,7 @@ func TestLabelWaitsForTheObjectItRequires(t *testing.T) {
 	require.Error(t, res.Err(), "authz failed")
 	assert.NotContains(t, e.namespace(t).Labels, "istio.io/dataplane-mode", "must not enrol before the ztunnel policy exists")
 	assert.Equal(t, "x", e.namespace(t).Labels["other"], "ungated labels still apply")
-	assert.Equal(t, []string{"mesh: label istio.io/dataplane-mode withheld until AuthorizationPolicy.security.istio.io/ztunnel exists"}, res.Waiting())
+	assert.Equal(t, []string{"mesh: label istio.io/dataplane-mode withheld: AuthorizationPolicy.security.istio.io/ztunnel does not exist"}, res.Waiting())
 	assert.Equal(t, plugin.DefaultWaitRequeue, res.RequeueAfter())
 
 	// Once the other plugin produces the policy, the same single Apply creates it and then labels.
@@ -487,7 +489,7 @@ func TestRetryableTellsInputErrorsFromAPIErrors(t *testing.T) {
 	assert.False(t, res.Retryable(), "a plugin's refusal does not go away by retrying")
 
 	failing := fake.NewClientBuilder().WithScheme(plugin.NewScheme()).WithObjects(
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}).WithInterceptorFuncs(interceptor.Funcs{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: map[string]string{plugin.OwnerAnnotation: "alice@example.com"}}}).WithInterceptorFuncs(interceptor.Funcs{
 		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
 			return apierrors.NewServiceUnavailable("etcd is down")
 		},
@@ -552,4 +554,45 @@ func (p *enrolmentPlugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	d, err := p.testPlugin.Generate(t)
 	d.Enrolment = p.enrolment
 	return d, err
+}
+
+// Metadata-only lists share one Go type across kinds; the kind must come from the object.
+func TestGVKOfMetadataListsIsNotCachedByType(t *testing.T) {
+	s := plugin.NewScheme()
+	rb := &metav1.PartialObjectMetadataList{}
+	rb.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBindingList"))
+	cm := &metav1.PartialObjectMetadataList{}
+	cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	for _, l := range []*metav1.PartialObjectMetadataList{rb, cm, rb} {
+		got, err := plugin.GVKFor(s, l)
+		require.NoError(t, err)
+		assert.Equal(t, l.GroupVersionKind(), got)
+	}
+}
+
+// A routing label whose value changes is withdrawn before the objects change too, and set again
+// with its new value after them.
+func TestEnrolmentLabelWhoseValueChangesIsWithdrawnFirst(t *testing.T) {
+	e := newEnv(t)
+	var order []string
+	c := interceptor.NewClient(e.Client.(client.WithWatch), interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if ac, ok := obj.(*corev1ac.NamespaceApplyConfiguration); ok {
+				order = append(order, "labels use-waypoint="+ac.Labels["use-waypoint"])
+			} else {
+				order = append(order, "object")
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	p := &testPlugin{name: "mesh", objects: func(plugin.Target) []client.Object { return []client.Object{policy("owner", "a")} },
+		labels: map[string]string{"use-waypoint": "a"}}
+	r := newRunner(t, c, &enrolmentPlugin{p, []string{"use-waypoint"}})
+	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
+
+	order = nil
+	p.objects = func(plugin.Target) []client.Object { return []client.Object{policy("owner", "b")} }
+	p.labels = map[string]string{"use-waypoint": "b"}
+	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
+	assert.Equal(t, []string{"labels use-waypoint=", "object", "labels use-waypoint=b"}, order)
 }

@@ -19,5 +19,14 @@
 // server's own Pod Security checks (k8s.io/pod-security-admission/policy) and reports every pod that
 // would violate the new level. Tightening still goes ahead by default, as the API server allows
 // (existing pods keep running; new ones are refused); with podSecurity.preflight: hold the
-// plugin keeps the current level and waits until the pods comply.
+// plugin keeps the current enforce level and waits until the pods comply. Hold keeps an existing
+// level only: a namespace with no enforce label (which means privileged) gets the configured level
+// at once, and the violating pods are reported as warnings.
+//
+// The configured level is a floor. When another writer (a GitOps tool, an admin's kubectl) holds a
+// stricter level on the namespace, for any mode, or the same level at a newer version, the plugin
+// keeps it, writes that same value so it co-owns the label (and the label survives that writer
+// withdrawing it), and warns with the writer's field manager, from plugin.Observed.LabelManagers.
+// A level the plugin alone holds follows the configuration, down as well as up. Every mode is
+// always labelled: the plugin never removes a Pod Security label; only the runner's Revoke does.
 package pss

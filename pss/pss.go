@@ -72,6 +72,13 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 		errs := p.profileChoice(t, want)
 		d.Errors = append(d.Errors, errs...)
 	}
+	for _, m := range modes {
+		lv, kept := keepStricter(t.Observed, m, want[m.name])
+		want[m.name] = lv
+		if kept != "" {
+			d.Warnings = append(d.Warnings, kept)
+		}
+	}
 
 	enforce := want["enforce"]
 	if held, report := p.preflight(t, enforce); report != "" {
@@ -82,15 +89,14 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 			d.Warnings = append(d.Warnings, report)
 		}
 	}
+	want["enforce"] = enforce
+	// Every mode is always labelled: a missing enforce label means privileged, so the plugin
+	// never drops one it set; only Revoke takes the labels away.
 	d.Labels = map[string]string{}
-	if enforce.Level != "" {
-		d.Labels[psaapi.EnforceLevelLabel] = string(enforce.Level)
-		d.Labels[psaapi.EnforceVersionLabel] = enforce.Version
+	for _, m := range modes {
+		d.Labels[m.levelLabel] = string(want[m.name].Level)
+		d.Labels[m.versionLabel] = want[m.name].Version
 	}
-	d.Labels[psaapi.AuditLevelLabel] = string(want["audit"].Level)
-	d.Labels[psaapi.AuditVersionLabel] = want["audit"].Version
-	d.Labels[psaapi.WarnLevelLabel] = string(want["warn"].Level)
-	d.Labels[psaapi.WarnVersionLabel] = want["warn"].Version
 	return d, nil
 }
 
@@ -190,7 +196,8 @@ func pluginIndex(p *profilev1.Profile) int {
 
 // preflight evaluates the running pods when enforce gets stricter than the namespace has now.
 // It returns a report when pods would violate the new level, and, with preflight hold, the level
-// to keep instead (the current one; a zero LevelVersion when the namespace has none).
+// to keep instead. Hold keeps an existing enforce label only: a namespace without one (every new
+// namespace) gets the new level at once, since holding "no label" would hold it at privileged.
 func (p *Plugin) preflight(t plugin.Target, next config.LevelVersion) (*config.LevelVersion, string) {
 	current := currentEnforce(t.Observed.Labels)
 	if psaapi.CompareLevels(next.Level, current.Level) <= 0 {
@@ -205,10 +212,10 @@ func (p *Plugin) preflight(t plugin.Target, next config.LevelVersion) (*config.L
 	if p.cfg.PodSecurity.Preflight != config.PreflightHold {
 		return nil, msg
 	}
-	held := config.LevelVersion{}
-	if _, set := t.Observed.Labels[psaapi.EnforceLevelLabel]; set {
-		held = current
+	if _, set := t.Observed.Labels[psaapi.EnforceLevelLabel]; !set {
+		return nil, "podSecurity.preflight: hold keeps an existing enforce level only, and this namespace had none; " + msg
 	}
+	held := current
 	return &held, fmt.Sprintf("holding enforce at %q (podSecurity.preflight: hold) until the pods comply; %s", current.Level, msg)
 }
 

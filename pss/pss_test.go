@@ -161,15 +161,47 @@ func notes(r *plugin.Rendering) []byte {
 	return []byte(b.String())
 }
 
-func TestPreflightHoldWithoutCurrentLevelSetsNoEnforce(t *testing.T) {
+// Issue 13: "preflight: hold with no level yet (every new namespace, every namespace at
+// rollout) leaves the namespace without any enforce label while a violating pod runs." Hold keeps
+// an existing level only; without one the admin's level applies and the pods are listed.
+func TestPreflightHoldWithoutCurrentLevelAppliesTheAdminsLevel(t *testing.T) {
 	p, err := pss.New(fixture.Config(t, "podSecurity: {preflight: hold}\n"))
 	require.NoError(t, err)
-	d, err := p.Generate(plugin.Target{Namespace: ns, Observed: plugin.Observed{Pods: []corev1.Pod{privileged}}})
+	d, err := p.Generate(plugin.Target{Namespace: ns, Observed: plugin.Observed{Pods: []corev1.Pod{privileged, compliant}}})
 	require.NoError(t, err)
-	assert.NotContains(t, d.Labels, "pod-security.kubernetes.io/enforce")
+	assert.Equal(t, "baseline", d.Labels["pod-security.kubernetes.io/enforce"], "no label means privileged: never hold that")
+	assert.Equal(t, "latest", d.Labels["pod-security.kubernetes.io/enforce-version"])
 	assert.Equal(t, "restricted", d.Labels["pod-security.kubernetes.io/warn"], "audit and warn still apply")
+	assert.Empty(t, d.Waiting, "nothing is held")
+	require.Len(t, d.Warnings, 1)
+	assert.Contains(t, d.Warnings[0], "hold keeps an existing enforce level only")
+	assert.Contains(t, d.Warnings[0], `tightening enforce from "privileged" to "baseline": 1 running pod(s) violate it`)
+	assert.Contains(t, d.Warnings[0], "privileged (", "the violating pod is named")
+	assert.NotContains(t, d.Warnings[0], "compliant")
+}
+
+// With an enforce label, hold keeps it (and its version) until the pods comply.
+func TestPreflightHoldKeepsAnExistingLevel(t *testing.T) {
+	p, err := pss.New(fixture.Config(t, "podSecurity: {enforce: {level: restricted}, preflight: hold}\n"))
+	require.NoError(t, err)
+	obs := plugin.Observed{
+		Labels:        map[string]string{"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/enforce-version": "v1.30"},
+		LabelManagers: map[string][]string{"pod-security.kubernetes.io/enforce": {"profile-plugins/pss"}, "pod-security.kubernetes.io/enforce-version": {"profile-plugins/pss"}},
+		Pods:          []corev1.Pod{runAsRoot},
+	}
+	d, err := p.Generate(plugin.Target{Namespace: ns, Observed: obs})
+	require.NoError(t, err)
+	assert.Equal(t, "baseline", d.Labels["pod-security.kubernetes.io/enforce"])
+	assert.Equal(t, "v1.30", d.Labels["pod-security.kubernetes.io/enforce-version"])
 	require.Len(t, d.Waiting, 1)
-	assert.Contains(t, d.Waiting[0], `holding enforce at "privileged"`)
+	assert.Contains(t, d.Waiting[0], `holding enforce at "baseline"`)
+	assert.Contains(t, d.Waiting[0], "run-as-root (")
+
+	obs.Pods = []corev1.Pod{compliant}
+	d, err = p.Generate(plugin.Target{Namespace: ns, Observed: obs})
+	require.NoError(t, err)
+	assert.Equal(t, "restricted", d.Labels["pod-security.kubernetes.io/enforce"], "once the pods comply, the level tightens")
+	assert.Empty(t, d.Waiting)
 }
 
 func TestNoPreflightReportWhenNotTightening(t *testing.T) {

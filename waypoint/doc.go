@@ -10,8 +10,9 @@
 //     (through [plugin.Desired.LabelRequires]), so the namespace is never in ambient without an L4
 //     policy that admits only the waypoint;
 //   - sets istio.io/use-waypoint and istio.io/ingress-use-waypoint only once the Gateway reports
-//     Programmed=True for its current generation and has an address, and until then says in the
-//     Result what it waits for;
+//     Programmed=True for its current generation and has an address, and only while the owner
+//     policy, the ztunnel policy and the Gateway are intact (the waypoint checks requests against
+//     the owner policy alone), and until then says in the Result what it waits for;
 //   - sets istio-injection=disabled, so a namespace never carries sidecar injection and ambient
 //     enrolment at once (the profiles controller sets istio-injection=enabled at creation).
 //
@@ -21,7 +22,10 @@
 // its "deployment" key as a strategic merge patch that sets seccompProfile RuntimeDefault.
 //
 // In sidecar mode it sets istio-injection=enabled (or istio.io/rev=<revision>) and nothing else;
-// what ambient mode made is pruned by the runner. After a switch to ambient, pods that still carry
+// what ambient mode made is pruned by the runner. As a [plugin.DataPlane] it names the pods that
+// ambient captures (Istio's CNI rule: no injected sidecar, not opted out, not host network), and the
+// runner keeps istio.io/dataplane-mode=ambient and the ztunnel policy until none of them runs, so a
+// switch to sidecar never leaves a pod outside both data planes. After a switch to ambient, pods that still carry
 // an istio-proxy sidecar are listed as a warning: they move to ambient only when restarted.
 //
 // [ClusterDefaultDeny] is the one cluster-wide object: an allow-nothing policy for every waypoint

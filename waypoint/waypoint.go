@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"istio.io/api/annotation"
 	"istio.io/api/label"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,7 @@ type Plugin struct{ cfg *config.Config }
 var (
 	_ plugin.Plugin      = (*Plugin)(nil)
 	_ plugin.PodObserver = (*Plugin)(nil)
+	_ plugin.DataPlane   = (*Plugin)(nil)
 )
 
 // New returns the plugin for a validated configuration.
@@ -113,8 +115,9 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	}
 
 	ztunnel := plugin.Ref{GroupKind: istioPolicyGK, Name: p.cfg.Authorization.ZtunnelPolicyName}
+	owner := plugin.Ref{GroupKind: istioPolicyGK, Name: p.cfg.Authorization.OwnerPolicyName}
 	d.Labels = map[string]string{
-		label.IoIstioDataplaneMode.Name: "ambient",
+		label.IoIstioDataplaneMode.Name: ambientMode,
 		InjectionLabel:                  "disabled",
 	}
 	d.LabelRequires = map[string][]plugin.Ref{label.IoIstioDataplaneMode.Name: {ztunnel}}
@@ -125,10 +128,13 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	if ready, why := Ready(t.Observed, gw); ready {
 		gwRef := plugin.Ref{GroupKind: gatewayGK, Name: gw.Name}
 		d.Labels[label.IoIstioUseWaypoint.Name] = gw.Name
-		d.LabelRequires[label.IoIstioUseWaypoint.Name] = []plugin.Ref{ztunnel, gwRef}
+		// Traffic routed to the waypoint is checked there by the owner policy only; the ztunnel
+		// policy admits the waypoint, so without the owner policy the waypoint would pass anyone.
+		routed := []plugin.Ref{owner, ztunnel, gwRef}
+		d.LabelRequires[label.IoIstioUseWaypoint.Name] = routed
 		if *m.IngressUseWaypoint {
 			d.Labels[label.IoIstioIngressUseWaypoint.Name] = "true"
-			d.LabelRequires[label.IoIstioIngressUseWaypoint.Name] = []plugin.Ref{ztunnel, gwRef}
+			d.LabelRequires[label.IoIstioIngressUseWaypoint.Name] = routed
 		}
 	} else {
 		d.Waiting = append(d.Waiting, fmt.Sprintf(
@@ -228,6 +234,49 @@ func Ready(obs plugin.Observed, want *gatewayv1.Gateway) (bool, string) {
 		return false, "is Programmed but has no address yet"
 	}
 	return true, ""
+}
+
+// DataPlaneLabels implements plugin.DataPlane: istio.io/dataplane-mode captures pods into ambient,
+// where the ztunnel policy protects them.
+func (p *Plugin) DataPlaneLabels() map[string][]plugin.Ref {
+	return map[string][]plugin.Ref{
+		label.IoIstioDataplaneMode.Name: {{GroupKind: istioPolicyGK, Name: p.cfg.Authorization.ZtunnelPolicyName}},
+	}
+}
+
+// Captured implements plugin.DataPlane: with dataplane-mode=ambient, the running pods ztunnel
+// captures. Istio's CNI agent leaves out pods that carry the injector's sidecar.istio.io/status
+// annotation (they have their own proxy), pods labelled dataplane-mode=none and host-network pods
+// (istio/istio cni/pkg/util/podutil.go, PodRedirectionEnabled and podHasSidecar); pods that are
+// terminating or finished serve nothing and are not waited for.
+func (p *Plugin) Captured(key, value string, pods []corev1.Pod) []string {
+	if key != label.IoIstioDataplaneMode.Name || value != ambientMode {
+		return nil
+	}
+	var names []string
+	for _, pod := range pods {
+		switch {
+		case pod.DeletionTimestamp != nil, pod.Status.Phase == corev1.PodSucceeded, pod.Status.Phase == corev1.PodFailed:
+		case pod.Spec.HostNetwork, pod.Labels[label.IoIstioDataplaneMode.Name] == noneMode:
+		case hasSidecarStatus(pod):
+		default:
+			names = append(names, pod.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ambientMode and noneMode are the values of istio.io/dataplane-mode that Istio's CNI agent reads.
+const (
+	ambientMode = "ambient"
+	noneMode    = "none"
+)
+
+// hasSidecarStatus is Istio's own test for an injected pod: the injector's status annotation.
+func hasSidecarStatus(pod corev1.Pod) bool {
+	_, ok := pod.Annotations[annotation.SidecarStatus.Name]
+	return ok
 }
 
 // podsWithSidecar names the pods that run Istio's proxy as a container or a native sidecar.

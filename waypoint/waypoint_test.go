@@ -92,7 +92,8 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// ztunnelStandIn plays the authz plugin's part: the ztunnel policy the enrolment label waits for.
+// ztunnelStandIn plays the authz plugin's part: the ztunnel and owner policies the enrolment and
+// routing labels wait for.
 type ztunnelStandIn struct{ cfg *config.Config }
 
 func (ztunnelStandIn) Name() string { return "authz-stand-in" }
@@ -107,7 +108,10 @@ func standInObjects(cfg *config.Config) []client.Object {
 	if cfg.Mesh.Mode != config.ModeAmbient {
 		return nil
 	}
-	return []client.Object{&istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: cfg.Authorization.ZtunnelPolicyName}}}
+	return []client.Object{
+		&istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: cfg.Authorization.ZtunnelPolicyName}},
+		&istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: cfg.Authorization.OwnerPolicyName}},
+	}
 }
 
 func TestWithoutTheZtunnelPolicyTheNamespaceIsNotEnrolled(t *testing.T) {
@@ -117,7 +121,7 @@ func TestWithoutTheZtunnelPolicyTheNamespaceIsNotEnrolled(t *testing.T) {
 	assert.NotContains(t, labels, "istio.io/dataplane-mode")
 	assert.NotContains(t, labels, "istio.io/use-waypoint")
 	assert.Equal(t, "disabled", labels["istio-injection"])
-	assert.Contains(t, r.Waiting, "waypoint: label istio.io/dataplane-mode withheld until AuthorizationPolicy.security.istio.io/ns-owner-access-istio-ztunnel exists")
+	assert.Contains(t, r.Waiting, "waypoint: label istio.io/dataplane-mode withheld: AuthorizationPolicy.security.istio.io/ns-owner-access-istio-ztunnel does not exist")
 }
 
 func TestReady(t *testing.T) {
@@ -183,12 +187,24 @@ func TestPodsLeftWithASidecarAreListed(t *testing.T) {
 }
 
 func TestClusterDefaultDenyGolden(t *testing.T) {
-	p := waypoint.ClusterDefaultDeny(config.Default())
+	p, err := waypoint.ClusterDefaultDeny(config.Default())
+	require.NoError(t, err)
 	assert.Empty(t, p.Spec.Rules, "an ALLOW policy with no rules allows nothing")
 	assert.Nil(t, p.Spec.Selector)
 	out, err := plugin.EncodeYAML(plugin.NewScheme(), p)
 	require.NoError(t, err)
 	golden.Assert(t, "waypoint/cluster-default-deny.yaml", out)
+}
+
+// istiod attaches a GatewayClass-targeted policy only for istio-waypoint: with a custom class the
+// default-deny would be ignored, so it is refused rather than emitted.
+func TestClusterDefaultDenyRefusesCustomClass(t *testing.T) {
+	cfg := fixture.Config(t, "mesh: {waypoint: {className: corp-waypoint}}\n")
+	p, err := waypoint.ClusterDefaultDeny(cfg)
+	require.Error(t, err)
+	assert.Nil(t, p)
+	assert.Contains(t, err.Error(), `mesh.waypoint.className "corp-waypoint"`)
+	golden.Assert(t, "waypoint/cluster-custom-class-error.txt", []byte(err.Error()+"\n"))
 }
 
 // A shared waypoint is refused with the reason, rather than emitted in a form that fails open.

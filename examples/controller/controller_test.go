@@ -212,7 +212,7 @@ func TestForeignObjectWithAManagedNameIsLeftAlone(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const ns = "bob"
-	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	require.NoError(t, c.Create(context.Background(), ownedNamespace(ns, "bob@example.com")))
 	mine := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "ns-owner-access-istio", Namespace: ns}}
 	mine.Spec.Rules = nil // allow nothing: the user's own choice
 	require.NoError(t, c.Create(context.Background(), mine, client.FieldOwner("bob")))
@@ -235,7 +235,7 @@ func TestPodSecurityWarningsReachTheResult(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const ns = "carol"
-	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	require.NoError(t, c.Create(context.Background(), ownedNamespace(ns, "carol@example.com")))
 	require.NoError(t, c.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}))
 	require.NoError(t, c.Create(context.Background(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "root-shell", Namespace: ns},

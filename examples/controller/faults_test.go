@@ -161,7 +161,8 @@ func profileFor(ns string) *profilev1.Profile {
 // ConfigMap the plugins must never touch.
 func prepareNamespace(t *testing.T, c client.Client, ns string) {
 	t.Helper()
-	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "ml"}}}))
+	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "ml"},
+		Annotations: map[string]string{plugin.OwnerAnnotation: ns + "@example.com"}}}))
 	require.NoError(t, c.Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "notes", Namespace: ns}, Data: map[string]string{"a": "b"},
 	}))

@@ -10,24 +10,32 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	"github.com/kubeflow-ambient/profile-plugins/authz"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
@@ -100,11 +108,7 @@ func newScheme() *runtime.Scheme {
 
 // newReconciler builds the plugin set for cfg around c.
 func newReconciler(c client.Client, cfg *config.Config) (*Reconciler, error) {
-	ps, err := plugins.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	runner, err := plugin.NewRunner(c, ps...)
+	runner, err := plugins.NewRunner(c, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -112,13 +116,46 @@ func newReconciler(c client.Client, cfg *config.Config) (*Reconciler, error) {
 }
 
 // setup watches Profiles and everything the plugins make for them (each carries the Profile as
-// controller owner), so a Gateway becoming Programmed reconciles its Profile at once.
-func setup(mgr ctrl.Manager, r *Reconciler) error {
+// controller owner), so a Gateway becoming Programmed reconciles its Profile at once. It also
+// watches kfam's contributor RoleBindings and policies, so adding or removing a contributor
+// reconciles the namespace's Profile at once rather than at some unrelated event.
+func setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&profilev1.Profile{}).
 		Owns(&corev1.Namespace{}).
 		Owns(&gatewayv1.Gateway{}).
 		Owns(&istiosecurityv1.AuthorizationPolicy{}).
 		Owns(&corev1.ConfigMap{}).
+		// kfam marks its bindings only with annotations, which no label or field selector can
+		// select, so every RoleBinding is cached, but as metadata only (no subjects or roleRefs):
+		// the authz plugin lists them as metadata too and so shares this cache.
+		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(profileOfNamespace),
+			builder.OnlyMetadata, builder.WithPredicates(contributorAnnotated)).
+		// kfam's own contributor policies carry no owner reference; watching them (from the
+		// cache Owns already fills) lets a policy kfam made for a refused user be reported at once.
+		Watches(&istiosecurityv1.AuthorizationPolicy{}, handler.EnqueueRequestsFromMapFunc(profileOfNamespace),
+			builder.WithPredicates(contributorAnnotated)).
 		Complete(r)
+}
+
+// profileOfNamespace maps an object to the Profile of its namespace, which has the same name.
+func profileOfNamespace(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
+}
+
+// contributorAnnotated passes the objects (kfam's RoleBindings and policies) that carry kfam's
+// contributor annotations, before or after the change, and so skips the many RoleBindings that
+// say nothing about contributors.
+var contributorAnnotated = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return hasContributorAnnotations(e.Object) },
+	DeleteFunc: func(e event.DeleteEvent) bool { return hasContributorAnnotations(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return hasContributorAnnotations(e.ObjectOld) || hasContributorAnnotations(e.ObjectNew)
+	},
+	GenericFunc: func(e event.GenericEvent) bool { return hasContributorAnnotations(e.Object) },
+}
+
+func hasContributorAnnotations(o client.Object) bool {
+	role := o.GetAnnotations()[authz.RoleAnnotation]
+	return o.GetAnnotations()[authz.UserAnnotation] != "" && (role == authz.RoleEdit || role == authz.RoleView)
 }

@@ -49,6 +49,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := res.Err(); err != nil {
 			return ctrl.Result{}, err
 		}
+		if after := res.RequeueAfter(); after > 0 {
+			// Pods still depend on the namespace's data plane: the finalizer stays until they go.
+			return ctrl.Result{RequeueAfter: after}, nil
+		}
 		r.Metrics.forget(profile.Name)
 		r.forget(profile.Name)
 		if controllerutil.RemoveFinalizer(profile, Finalizer) {
@@ -81,8 +85,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // ensureNamespace creates the Profile's namespace if it is missing, as the profiles controller
-// does. An existing namespace is never changed here: the plugins own only their labels.
+// does, with the owner annotation and the Profile as controller. An existing namespace is never
+// changed here, even one that is not the Profile's (the runner refuses it and says why), and a
+// reserved name is never created: a user must not get kubeflow or istio-system by registering
+// before the platform is installed.
 func (r *Reconciler) ensureNamespace(ctx context.Context, profile *profilev1.Profile) error {
+	if _, reserved := r.Runner.Namespaces.ReservedBy(profile.Name); reserved {
+		return nil
+	}
 	ns := &corev1.Namespace{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: profile.Name}, ns)
 	if !apierrors.IsNotFound(err) {

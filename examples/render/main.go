@@ -77,7 +77,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	s := plugin.NewScheme()
 	if *cluster {
-		out, err := plugin.EncodeYAML(s, waypoint.ClusterDefaultDeny(cfg))
+		deny, err := waypoint.ClusterDefaultDeny(cfg)
+		if err != nil {
+			return fmt.Errorf("-cluster: %w", err)
+		}
+		out, err := plugin.EncodeYAML(s, deny)
 		if err != nil {
 			return err
 		}

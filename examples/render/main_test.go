@@ -43,6 +43,7 @@ func TestRenderRefusesBadInput(t *testing.T) {
 	}
 	badProfile := write("profile.yaml", "apiVersion: kubeflow.org/v1\nkind: Profile\nmetadata: {name: a}\nspec: {owner: {name: a@b.c}, plugin: []}\n")
 	badConfig := write("config.yaml", "apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\nmesh: {mode: hybrid}\n")
+	customClass := write("class.yaml", "apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\nmesh: {waypoint: {className: corp-waypoint}}\n")
 	cases := []struct {
 		name string
 		args []string
@@ -54,6 +55,7 @@ func TestRenderRefusesBadInput(t *testing.T) {
 		{"pss flag", []string{"-pss-enforce", "strict"}, []string{"-pss-enforce", "podSecurity.enforce.level", `"strict"`}},
 		{"missing file", []string{"-profile", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml"}},
 		{"stray argument", []string{"extra"}, []string{"extra"}},
+		{"custom class cluster", []string{"-cluster", "-config", customClass}, []string{"-cluster", `mesh.waypoint.className "corp-waypoint"`, "istio-waypoint"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

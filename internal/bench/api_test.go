@@ -369,7 +369,9 @@ func namespaces(b *testing.B, w *world, prefix string, n int) []string {
 	var out []string
 	for i := range n {
 		ns := fmt.Sprintf("%s-%05d", prefix, i)
-		err := w.base.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		// Annotated as the profiles controller does, so the runner accepts it as the Profile's.
+		err := w.base.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Annotations: map[string]string{plugin.OwnerAnnotation: ns + "@example.com"}}})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			b.Fatal(err)
 		}

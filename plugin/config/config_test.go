@@ -32,6 +32,28 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, []string{"/healthz", "/metrics", "/wait-for-drain"}, c.Authorization.HealthPaths)
 	assert.Equal(t, config.LevelVersion{Level: psaapi.LevelBaseline, Version: "latest"}, c.PodSecurity.Enforce)
 	assert.Equal(t, config.LevelVersion{Level: psaapi.LevelRestricted, Version: "latest"}, c.PodSecurity.Warn)
+	assert.Equal(t, config.OwnershipReferenceOrAnnotation, c.Namespaces.Ownership)
+	assert.Empty(t, c.Namespaces.Reserved)
+}
+
+func TestReservedNamespaces(t *testing.T) {
+	assert.Equal(t, []string{"default", "istio-system", "kube-*", "kubeflow"}, config.Default().ReservedNamespaces(),
+		"the root namespace and the namespaces of the default principals")
+
+	c, err := config.Parse([]byte(header + `
+mesh: {rootNamespace: mesh-root, trustDomain: corp.example}
+authorization:
+  principals: {ingressGateway: corp.example/ns/gateways/sa/ingress, katibController: corp.example/ns/katib/sa/katib-controller}
+  l4Exceptions:
+  - namespaces: [monitoring]
+  - principals: [corp.example/ns/tracing/sa/collector]
+  - serviceAccounts: [logging/fluent-bit]
+namespaces: {ownership: ownerReference, reserved: [auth, "knative-*", kubeflow]}
+`))
+	require.NoError(t, err)
+	assert.Equal(t, config.OwnershipReference, c.Namespaces.Ownership)
+	assert.Equal(t, []string{"auth", "default", "gateways", "katib", "knative-*", "kube-*", "kubeflow", "logging", "mesh-root", "monitoring", "tracing"},
+		c.ReservedNamespaces())
 }
 
 func TestPrincipalDefaultsFollowTheTrustDomain(t *testing.T) {
@@ -80,7 +102,16 @@ func TestBadConfig(t *testing.T) {
 		{"waypoint for other", header + "mesh: {waypoint: {for: pods}}\n", []string{"mesh.waypoint.for", `"pods"`}},
 		{"policy name", header + "authorization: {ownerPolicyName: Owner_Policy}\n", []string{"authorization.ownerPolicyName", `"Owner_Policy"`}},
 		{"header name", header + "authorization: {userIdHeader: 'user id'}\n", []string{"authorization.userIdHeader", `"user id"`}},
-		{"prefix with newline", header + "authorization: {userIdPrefix: \"a\\r\\nb\"}\n", []string{"authorization.userIdPrefix", "control characters"}},
+		{"prefix with newline", header + "authorization: {userIdPrefix: \"a\\r\\nb\"}\n", []string{"authorization.userIdPrefix", "control character"}},
+		{"prefix wildcard", header + "authorization: {userIdPrefix: '*'}\n", []string{"authorization.userIdPrefix", `"*"`, "every caller"}},
+		{"prefix leading star", header + "authorization: {userIdPrefix: '*:'}\n", []string{"authorization.userIdPrefix", `"*:"`, "suffix match"}},
+		{"prefix zero-width space", header + "authorization: {userIdPrefix: \"accounts.google.com:\\u200b\"}\n", []string{"authorization.userIdPrefix", "U+200B", "invisible"}},
+		{"principal wildcard", header + "authorization: {principals: {ingressGateway: '*'}}\n", []string{"authorization.principals.ingressGateway", `"*"`, "every caller"}},
+		{"principal prefix wildcard", header + "authorization: {principals: {notebookController: 'cluster.local/ns/kubeflow/*'}}\n", []string{"authorization.principals.notebookController", "prefix match"}},
+		{"l4 exception principal suffix wildcard", header + "authorization: {l4Exceptions: [{principals: ['*/sa/default']}]}\n", []string{"authorization.l4Exceptions[0].principals[0]", "suffix match"}},
+		{"l4 exception namespace wildcard", header + "authorization: {l4Exceptions: [{namespaces: ['*']}]}\n", []string{"authorization.l4Exceptions[0].namespaces[0]", "every caller"}},
+		{"l4 exception service account wildcard", header + "authorization: {l4Exceptions: [{serviceAccounts: ['monitoring/*']}]}\n", []string{"authorization.l4Exceptions[0].serviceAccounts[0]", "prefix match"}},
+		{"l4 exception service account dot", header + "authorization: {l4Exceptions: [{serviceAccounts: [monitoring/prom.server]}]}\n", []string{"authorization.l4Exceptions[0].serviceAccounts[0]", `"monitoring/prom.server"`, "any character"}},
 		{"prefix with comma", header + "authorization: {userIdPrefix: 'a,b'}\n", []string{"authorization.userIdPrefix", "comma"}},
 		{"principal shape", header + "authorization: {principals: {ingressGateway: istio-system/ingress}}\n", []string{"authorization.principals.ingressGateway", `"istio-system/ingress"`}},
 		{"principal namespace", header + "authorization: {principals: {katibController: cluster.local/ns/Kubeflow/sa/katib}}\n", []string{"authorization.principals.katibController", "namespace"}},
@@ -110,6 +141,11 @@ func TestBadConfig(t *testing.T) {
 		{"override level", header + "podSecurity: {overrides: [{profiles: [a], minimumEnforce: none}]}\n", []string{"podSecurity.overrides[0].minimumEnforce", `"none"`}},
 		{"pss level", header + "podSecurity: {enforce: {level: strict}}\n", []string{"podSecurity.enforce.level", `"strict"`, "baseline"}},
 		{"pss version", header + "podSecurity: {warn: {version: v1.30.1}}\n", []string{"podSecurity.warn.version", `"v1.30.1"`}},
+		{"namespace ownership", header + "namespaces: {ownership: annotation}\n", []string{"namespaces.ownership", `"annotation"`, "ownerReferenceOrAnnotation", "ownerReference"}},
+		{"reserved pattern", header + "namespaces: {reserved: ['team-[']}\n", []string{"namespaces.reserved[0]", `"team-["`}},
+		{"reserved empty", header + "namespaces: {reserved: ['']}\n", []string{"namespaces.reserved[0]", `""`}},
+		{"reserved upper case", header + "namespaces: {reserved: [Monitoring]}\n", []string{"namespaces.reserved[0]", `"Monitoring"`, "lowercase"}},
+		{"reserved slash", header + "namespaces: {reserved: [a/b]}\n", []string{"namespaces.reserved[0]", `"a/b"`}},
 		{"pss version leading zero", header + "podSecurity: {audit: {version: v1.01}}\n", []string{"podSecurity.audit.version", `"v1.01"`}},
 	}
 	for _, tc := range cases {

@@ -60,6 +60,8 @@ func (c *Config) SetDefaults() {
 	for _, lv := range []*LevelVersion{&p.Enforce, &p.Audit, &p.Warn} {
 		setIfEmpty(&lv.Version, psaapi.VersionLatest)
 	}
+
+	setIfEmpty(&c.Namespaces.Ownership, OwnershipReferenceOrAnnotation)
 }
 
 // Principal formats the SPIFFE principal of a service account as Istio writes it in policies.

@@ -3,6 +3,8 @@ package config_test
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
 
@@ -26,4 +28,15 @@ mesh: {waypoint: {name: none}}
 	// Output:
 	// waypoint corp.example/ns/istio-system/sa/istio-ingressgateway-service-account
 	// mesh.waypoint.name: Invalid value: "none": "none" is reserved by Istio to opt out of waypoints
+}
+
+func ExampleValidateIdentity() {
+	path := field.NewPath("spec", "owner", "name")
+	for _, id := range []string{"alice@example.com", "*@example.com", "ali\u200bce@example.com"} {
+		fmt.Println(config.ValidateIdentity(path, id).ToAggregate())
+	}
+	// Output:
+	// <nil>
+	// spec.owner.name: Invalid value: "*@example.com": Istio reads a leading '*' as a suffix match: it would match every value ending in "@example.com"; an identity must name exactly one caller
+	// spec.owner.name: Invalid value: "ali\u200bce@example.com": must not contain U+200B at byte 3: an invisible format character, which makes a look-alike of another user id
 }

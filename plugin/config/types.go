@@ -23,6 +23,30 @@ type Config struct {
 	Authorization Authorization `json:"authorization,omitempty"`
 	// PodSecurity sets the Pod Security Standards labels of user namespaces.
 	PodSecurity PodSecurity `json:"podSecurity,omitempty"`
+	// Namespaces decides which namespaces are a Profile's to write into.
+	Namespaces Namespaces `json:"namespaces,omitempty"`
+}
+
+// NamespaceOwnership is the rule by which a namespace belongs to a Profile.
+type NamespaceOwnership string
+
+const (
+	// OwnershipReferenceOrAnnotation accepts a namespace the Profile controls (an owner reference
+	// with the Profile's UID) or, when nothing controls it, one whose "owner" annotation equals
+	// spec.owner.name: the profiles controller's own rule for namespaces an admin made beforehand.
+	OwnershipReferenceOrAnnotation NamespaceOwnership = "ownerReferenceOrAnnotation"
+	// OwnershipReference accepts only a namespace the Profile controls.
+	OwnershipReference NamespaceOwnership = "ownerReference"
+)
+
+// Namespaces configures which namespaces the runner writes into.
+type Namespaces struct {
+	// Ownership is ownerReferenceOrAnnotation or ownerReference. Default: ownerReferenceOrAnnotation.
+	Ownership NamespaceOwnership `json:"ownership,omitempty"`
+	// Reserved are more namespaces (names or shell patterns such as "monitoring-*") that no
+	// Profile may have, on top of those always reserved: kube-*, default, mesh.rootNamespace and
+	// the namespace of every principal and L4 exception in authorization. Default: none.
+	Reserved []string `json:"reserved,omitempty"`
 }
 
 // MeshMode is how user namespaces join the Istio mesh.

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +27,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Mesh.validate(field.NewPath("mesh"))...)
 	errs = append(errs, c.Authorization.validate(field.NewPath("authorization"))...)
 	errs = append(errs, c.PodSecurity.validate(field.NewPath("podSecurity"))...)
+	errs = append(errs, c.Namespaces.validate(field.NewPath("namespaces"))...)
 	if c.Mesh.Mode == ModeSidecar && c.Mesh.IstioCNI != nil && !*c.Mesh.IstioCNI && c.PodSecurity.Enforce.Level != psaapi.LevelPrivileged {
 		errs = append(errs, field.Invalid(field.NewPath("podSecurity", "enforce", "level"), c.PodSecurity.Enforce.Level,
 			"sidecar mode without istio-cni injects an istio-init container that needs NET_ADMIN and NET_RAW, which this level forbids, "+
@@ -96,7 +96,11 @@ func (a *Authorization) validate(path *field.Path) field.ErrorList {
 	if !httpToken.MatchString(a.UserIDHeader) {
 		errs = append(errs, field.Invalid(path.Child("userIdHeader"), a.UserIDHeader, "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)"))
 	}
-	errs = append(errs, ValidateHeaderValue(path.Child("userIdPrefix"), a.UserIDPrefix, true)...)
+	if a.UserIDPrefix != "" {
+		// The policy compares prefix+user; a prefix without stars at its ends and a user without
+		// them make a value without them.
+		errs = append(errs, ValidateIdentity(path.Child("userIdPrefix"), a.UserIDPrefix)...)
+	}
 	pp := path.Child("principals")
 	for name, v := range map[string]string{
 		"ingressGateway":     a.Principals.IngressGateway,
@@ -143,6 +147,10 @@ func (e L4Exception) validate(path *field.Path, ingress string) field.ErrorList 
 	}
 	bypass := "would let the ingress gateway reach pods directly, skipping the owner's header check at the waypoint"
 	for i, ns := range e.Namespaces {
+		if idErrs := ValidateIdentity(path.Child("namespaces").Index(i), ns); len(idErrs) > 0 {
+			errs = append(errs, idErrs...)
+			continue
+		}
 		errs = append(errs, dns1123Label(path.Child("namespaces").Index(i), ns)...)
 		if ns == ingressNS {
 			errs = append(errs, field.Invalid(path.Child("namespaces").Index(i), ns, "the ingress gateway's namespace "+bypass))
@@ -156,9 +164,20 @@ func (e L4Exception) validate(path *field.Path, ingress string) field.ErrorList 
 	}
 	for i, sa := range e.ServiceAccounts {
 		p := path.Child("serviceAccounts").Index(i)
+		if idErrs := ValidateIdentity(p, sa); len(idErrs) > 0 {
+			errs = append(errs, idErrs...)
+			continue
+		}
 		ns, name, ok := strings.Cut(sa, "/")
 		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
 			errs = append(errs, field.Invalid(p, sa, "must be <namespace>/<service account>"))
+			continue
+		}
+		if strings.Contains(name, ".") {
+			// Envoy matches serviceAccounts with a regular expression built from the name
+			// unescaped (istio/istio pilot/pkg/security/authz/model/generator.go,
+			// serviceAccountRegex), where '.' matches any character.
+			errs = append(errs, field.Invalid(p, sa, "the service account must not contain '.': Istio's proxies read it as \"any character\", so it would also admit look-alike service accounts"))
 			continue
 		}
 		if ingressNS != "" && ingress == Principal(strings.Split(ingress, "/")[0], ns, name) {
@@ -209,6 +228,28 @@ func (p *PodSecurity) validate(path *field.Path) field.ErrorList {
 	return errs
 }
 
+func (n *Namespaces) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch n.Ownership {
+	case OwnershipReferenceOrAnnotation, OwnershipReference:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("ownership"), n.Ownership,
+			[]NamespaceOwnership{OwnershipReferenceOrAnnotation, OwnershipReference}))
+	}
+	for i, pat := range n.Reserved {
+		p := path.Child("reserved").Index(i)
+		if _, err := filepath.Match(pat, ""); err != nil || pat == "" {
+			errs = append(errs, field.Invalid(p, pat, "must be a namespace name or a shell pattern such as \"team-*\""))
+			continue
+		}
+		// A pattern may hold * ? [ ]; the rest must be what a namespace name may hold.
+		if strings.ContainsFunc(pat, func(r rune) bool { return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789-*?[]^", r) }) {
+			errs = append(errs, field.Invalid(p, pat, "may hold only lowercase letters, digits, '-' and the pattern characters * ? [ ]"))
+		}
+	}
+	return errs
+}
+
 // Validate checks a level and version with the Pod Security admission library's own parsers.
 func (lv LevelVersion) Validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
@@ -241,6 +282,9 @@ func ValidateTrustDomain(path *field.Path, td string) field.ErrorList {
 
 // ValidatePrincipal checks an Istio principal <trust domain>/ns/<namespace>/sa/<service account>.
 func ValidatePrincipal(path *field.Path, p string) field.ErrorList {
+	if errs := ValidateIdentity(path, p); len(errs) > 0 {
+		return errs
+	}
 	parts := strings.Split(p, "/")
 	if len(parts) != 5 || parts[1] != "ns" || parts[3] != "sa" {
 		return field.ErrorList{field.Invalid(path, p, "must look like <trust domain>/ns/<namespace>/sa/<service account>")}
@@ -256,31 +300,6 @@ func ValidatePrincipal(path *field.Path, p string) field.ErrorList {
 		errs = append(errs, field.Invalid(path, p, "service account "+strings.Join(msgs, "; ")))
 	}
 	return errs
-}
-
-// ValidateHeaderValue checks a string that ends up inside an HTTP header value matched by a
-// policy: valid UTF-8 (anything else is mangled on its way into the policy, so the policy would
-// match a different value), no control characters (CR/LF would split headers), no commas (a comma
-// joins header values, so "a,b" could match a forged list) and, unless allowEmpty, not empty.
-func ValidateHeaderValue(path *field.Path, v string, allowEmpty bool) field.ErrorList {
-	if v == "" {
-		if allowEmpty {
-			return nil
-		}
-		return field.ErrorList{field.Required(path, "")}
-	}
-	if !utf8.ValidString(v) {
-		return field.ErrorList{field.Invalid(path, v, "must be valid UTF-8")}
-	}
-	for _, r := range v {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return field.ErrorList{field.Invalid(path, v, "must not contain control characters such as CR or LF")}
-		}
-		if r == ',' {
-			return field.ErrorList{field.Invalid(path, v, "must not contain a comma: header values are joined with commas")}
-		}
-	}
-	return nil
 }
 
 func dns1123Label(path *field.Path, v string) field.ErrorList {

@@ -49,11 +49,17 @@ func controllerScheme(t *testing.T) *runtime.Scheme {
 
 func newIntegration(t *testing.T, objs ...client.Object) (*kubeflow.Integration, client.Client) {
 	c := fake.NewClientBuilder().WithScheme(controllerScheme(t)).WithReturnManagedFields().
-		WithObjects(append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice"}})...).Build()
+		WithObjects(append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice",
+			// As the profiles controller creates it: owner annotation and the Profile as controller.
+			Annotations:     map[string]string{plugin.OwnerAnnotation: "alice@example.com"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: "alice", UID: "u-1", Controller: &isController}},
+		}})...).Build()
 	runner, err := profileplugins.NewRunner(c, profileplugins.DefaultConfig())
 	require.NoError(t, err)
 	return &kubeflow.Integration{Runner: runner}, c
 }
+
+var isController = true
 
 func aliceProfile(owner string) *controllerProfile {
 	p := &controllerProfile{ObjectMeta: metav1.ObjectMeta{Name: "alice", UID: "u-1"}}

@@ -1,0 +1,47 @@
+package config
+
+import (
+	"slices"
+	"strings"
+)
+
+// ReservedNamespaces lists the namespaces no Profile may have, sorted and without duplicates:
+// kube-* and default, the mesh root namespace, the namespace of every principal the access
+// policies trust (the ingress gateway's, kubeflow for the pipelines UI, notebook and katib
+// controllers), the namespaces, principals and service accounts of every L4 exception, and
+// namespaces.reserved.
+//
+// A trusted namespace must not be a user's: whoever owns it could run a pod under a trusted
+// service account (the pipelines UI forwards any user id) or, for an L4 exception, reach every
+// user namespace past the waypoint. And writing a user namespace's policies there would cut the
+// platform off from the users it serves.
+func (c *Config) ReservedNamespaces() []string {
+	out := []string{"kube-*", "default", c.Mesh.RootNamespace}
+	p := c.Authorization.Principals
+	for _, principal := range []string{p.IngressGateway, p.PipelinesUI, p.NotebookController, p.KatibController} {
+		out = append(out, principalNamespace(principal))
+	}
+	for _, e := range c.Authorization.L4Exceptions {
+		out = append(out, e.Namespaces...)
+		for _, principal := range e.Principals {
+			out = append(out, principalNamespace(principal))
+		}
+		for _, sa := range e.ServiceAccounts {
+			ns, _, _ := strings.Cut(sa, "/")
+			out = append(out, ns)
+		}
+	}
+	out = append(out, c.Namespaces.Reserved...)
+	out = slices.DeleteFunc(out, func(s string) bool { return s == "" })
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// principalNamespace is the <namespace> of <trust domain>/ns/<namespace>/sa/<name>, or "".
+func principalNamespace(principal string) string {
+	parts := strings.Split(principal, "/")
+	if len(parts) != 5 || parts[1] != "ns" {
+		return ""
+	}
+	return parts[2]
+}

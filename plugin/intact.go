@@ -1,0 +1,154 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// foreignSpecFields lists, per field manager other than the plugin's own, the spec fields that
+// manager owns and the plugin does not: fields another writer added or took over. Each of them
+// may change what a protective object means (an AuthorizationPolicy's action, selector or
+// targetRefs; a Gateway's listeners), and server-side apply cannot take them away. Status
+// writers (istiod on a Gateway) are not counted: they write a subresource. Fields the API server
+// defaulted belong to no manager and are not counted either.
+// The result maps manager to sorted paths; an Update by the plugin's own manager is listed under
+// its name.
+func foreignSpecFields(obj client.Object, pluginName string) map[string][]string {
+	mine := FieldManager(pluginName)
+	if !slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
+		return e.Subresource == "" && (e.Manager != mine || e.Operation != metav1.ManagedFieldsOperationApply)
+	}) {
+		return map[string][]string{} // the steady state: no other writer, nothing to parse
+	}
+	own := map[string]bool{}
+	foreign := map[string]map[string]bool{}
+	for _, e := range obj.GetManagedFields() {
+		if e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		spec, ok := fields["f:spec"].(map[string]any)
+		if !ok {
+			continue
+		}
+		paths := map[string]bool{}
+		fieldPaths("spec", spec, paths)
+		// Only the plugin's apply owns fields for good: the fields of its own restoring Update
+		// (below) are not removed when the plugin stops setting them, so they must show as drift.
+		if e.Manager == mine && e.Operation == metav1.ManagedFieldsOperationApply {
+			maps.Copy(own, paths)
+			continue
+		}
+		if foreign[e.Manager] == nil {
+			foreign[e.Manager] = map[string]bool{}
+		}
+		maps.Copy(foreign[e.Manager], paths)
+	}
+	out := map[string][]string{}
+	for manager, paths := range foreign {
+		for p := range paths {
+			if !own[p] {
+				out[manager] = append(out[manager], p)
+			}
+		}
+		sort.Strings(out[manager])
+	}
+	return out
+}
+
+// fieldPaths collects the leaves of a managedFields (FieldsV1) tree as dotted paths: "f:x" is a
+// field, "k:{...}" a list item by key, "v:..." a set item; "." marks the node itself.
+func fieldPaths(prefix string, tree map[string]any, out map[string]bool) {
+	if len(tree) == 0 {
+		out[prefix] = true
+		return
+	}
+	for k, v := range tree {
+		if k == "." {
+			out[prefix] = true
+			continue
+		}
+		name := k
+		switch {
+		case strings.HasPrefix(k, "f:"):
+			name = "." + k[2:]
+		case strings.HasPrefix(k, "k:"), strings.HasPrefix(k, "v:"), strings.HasPrefix(k, "i:"):
+			name = "[" + k[2:] + "]"
+		}
+		sub, _ := v.(map[string]any)
+		fieldPaths(prefix+name, sub, out)
+	}
+}
+
+// withoutManager is foreign without the named manager's entry.
+func withoutManager(foreign map[string][]string, manager string) map[string][]string {
+	out := maps.Clone(foreign)
+	delete(out, manager)
+	return out
+}
+
+// describeForeign says which other writers hold which spec fields, for a warning.
+func describeForeign(foreign map[string][]string) string {
+	var parts []string
+	for _, m := range slices.Sorted(maps.Keys(foreign)) {
+		who := m
+		if who == "" {
+			who = "an unnamed field manager"
+		}
+		parts = append(parts, fmt.Sprintf("%s set %s", who, strings.Join(foreign[m], ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// restoredBody is cur with exactly the desired spec and the desired labels, annotations and
+// owner reference laid over its metadata, for an Update that carries cur's resourceVersion as
+// precondition. Other writers' metadata (labels, annotations, finalizers, owners) is kept: it does
+// not change what the object protects, and removing it is not the plugin's business. Status is
+// kept as observed; the API server ignores it on the main resource anyway.
+func restoredBody(cur client.Object, desired map[string]any) (*unstructured.Unstructured, error) {
+	m, err := toMap(cur)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion((&unstructured.Unstructured{Object: desired}).GetAPIVersion())
+	u.SetKind((&unstructured.Unstructured{Object: desired}).GetKind())
+	u.SetManagedFields(nil)
+	want := &unstructured.Unstructured{Object: desired}
+	if spec, ok := desired["spec"]; ok {
+		m["spec"] = spec
+	} else {
+		delete(m, "spec")
+	}
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, want.GetLabels())
+	u.SetLabels(labels)
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	maps.Copy(ann, want.GetAnnotations())
+	u.SetAnnotations(ann)
+	owners := u.GetOwnerReferences()
+	for _, o := range want.GetOwnerReferences() {
+		if !slices.ContainsFunc(owners, func(have metav1.OwnerReference) bool { return have.UID == o.UID }) {
+			owners = append(owners, o)
+		}
+	}
+	u.SetOwnerReferences(owners)
+	return u, nil
+}

@@ -1,0 +1,230 @@
+package plugin
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+)
+
+// This file decides; runner.go writes. The rules are the safety model of the package doc.
+
+// protections says, for each object a label may require, why it does not protect ("" when it does).
+type protections struct {
+	why map[Ref]string
+	obs Observed
+}
+
+// protection is the state of every object after phase 1. An object a plugin wants protects when it
+// exists as desired: observed intact, written in this run, or an earlier version of the plugin's
+// own that still stands after a failed update. An object of a plugin whose generation failed
+// counts as what it is: it protects while it exists, carries the plugin's labels and holds no
+// other writer's spec fields. A failed plugin therefore never takes enrolment down by itself.
+func protection(plans []*planned, obs Observed) protections {
+	pr := protections{why: map[Ref]string{}, obs: obs}
+	for _, p := range plans {
+		if !p.failed {
+			for _, o := range p.objects {
+				pr.why[o.ref] = o.broken
+			}
+			continue
+		}
+		for _, cur := range obs.Objects {
+			if !IsManagedBy(cur.GetLabels(), p.plugin.Name()) {
+				continue
+			}
+			why := ""
+			if f := foreignSpecFields(cur, p.plugin.Name()); len(f) > 0 {
+				why = "was changed by another writer (" + describeForeign(f) + ")"
+			}
+			pr.why[refOf(cur)] = why
+		}
+	}
+	return pr
+}
+
+// gaps lists the required objects that do not protect, each with the reason.
+func (pr protections) gaps(refs []Ref) []string {
+	var out []string
+	for _, ref := range refs {
+		why, known := pr.why[ref]
+		if !known {
+			why = pr.unwanted(ref)
+		}
+		if why != "" {
+			out = append(out, ref.String()+" "+why)
+		}
+	}
+	return out
+}
+
+// unwanted says why an object that no plugin generated in this run does not protect.
+func (pr protections) unwanted(ref Ref) string {
+	cur := findObservedRef(pr.obs, ref)
+	switch {
+	case cur == nil:
+		return "does not exist"
+	case cur.GetLabels()[ManagedByLabel] != ManagedByValue:
+		return "exists and was made by " + (&ConflictError{ManagedBy: managedBy(cur.GetLabels())}).who()
+	}
+	return "is no longer wanted by plugin " + cur.GetLabels()[PluginLabel]
+}
+
+// decideLabels is the set of namespace labels the plugin's field manager should own after this
+// call. A wanted label whose required objects all protect is set or kept. Otherwise it is not set,
+// and one already set is withdrawn, unless it is a held data-plane label: taking that away would
+// leave running pods outside every data plane, which protects nothing. A held label the plugin no
+// longer wants stays too, and the plugin waits. ns is nil for a preview (Render).
+func decideLabels(p *planned, ns *corev1.Namespace, pr protections, held holds) map[string]string {
+	name := p.plugin.Name()
+	labels := maps.Clone(p.desired.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	var current map[string]string
+	if ns != nil {
+		current = ns.Labels
+	}
+	for _, key := range slices.Sorted(maps.Keys(p.desired.LabelRequires)) {
+		want, wanted := labels[key]
+		if !wanted {
+			continue
+		}
+		gaps := pr.gaps(p.desired.LabelRequires[key])
+		if len(gaps) == 0 {
+			continue
+		}
+		if held.holds(name, key) && current[key] == want {
+			p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("label %s=%s stays although %s: %s",
+				key, want, strings.Join(gaps, ", "), held.reason(name, key)))
+			continue
+		}
+		delete(labels, key)
+		p.res.Waiting = append(p.res.Waiting, fmt.Sprintf("label %s withheld: %s", key, strings.Join(gaps, ", ")))
+		if current[key] == want && !slices.Contains(labelManagers(ns)[key], FieldManager(name)) {
+			p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("namespace label %s=%s was set by %s although %s: the namespace is enrolled without that protection",
+				key, want, strings.Join(labelManagers(ns)[key], ", "), strings.Join(gaps, ", ")))
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(held.labels[name])) {
+		v := held.labels[name][key]
+		if have, ok := labels[key]; ok && have == v {
+			continue
+		}
+		labels[key] = v
+		p.res.Waiting = append(p.res.Waiting, held.waitingFor(name, key))
+	}
+	return labels
+}
+
+// holds are the data-plane labels the runner keeps on the namespace although their plugin would
+// take them away, and the objects they require, because pods they capture still run.
+type holds struct {
+	labels map[string]map[string]string   // plugin -> label key -> value kept
+	pods   map[string]map[string][]string // plugin -> label key -> captured pods
+	refs   map[Ref]bool                   // objects a held label requires: never pruned
+}
+
+// holdDataPlane finds, for each DataPlane plugin, the data-plane labels its field manager owns on
+// ns that capture running pods.
+func holdDataPlane(plugins []Plugin, ns *corev1.Namespace, pods []corev1.Pod) holds {
+	h := holds{labels: map[string]map[string]string{}, pods: map[string]map[string][]string{}, refs: map[Ref]bool{}}
+	for _, p := range plugins {
+		dp, ok := p.(DataPlane)
+		if !ok {
+			continue
+		}
+		owned, err := ownedLabelKeys(ns, FieldManager(p.Name()))
+		if err != nil {
+			continue // applyLabels reports it and writes nothing
+		}
+		for key, refs := range dp.DataPlaneLabels() {
+			value, set := ns.Labels[key]
+			if !owned[key] || !set {
+				continue
+			}
+			captured := dp.Captured(key, value, pods)
+			if len(captured) == 0 {
+				continue
+			}
+			if h.labels[p.Name()] == nil {
+				h.labels[p.Name()] = map[string]string{}
+				h.pods[p.Name()] = map[string][]string{}
+			}
+			h.labels[p.Name()][key] = value
+			h.pods[p.Name()][key] = slices.Sorted(slices.Values(captured))
+			for _, ref := range refs {
+				h.refs[ref] = true
+			}
+		}
+	}
+	return h
+}
+
+func (h holds) holds(plugin, key string) bool {
+	_, ok := h.labels[plugin][key]
+	return ok
+}
+
+// all is every held label, for Observed.Held.
+func (h holds) all() map[string]string {
+	out := map[string]string{}
+	for _, labels := range h.labels {
+		maps.Copy(out, labels)
+	}
+	return out
+}
+
+// labelsOf is a copy of the plugin's held labels, never nil.
+func (h holds) labelsOf(plugin string) map[string]string {
+	out := maps.Clone(h.labels[plugin])
+	if out == nil {
+		out = map[string]string{}
+	}
+	return out
+}
+
+func (h holds) reason(plugin, key string) string {
+	pods := h.pods[plugin][key]
+	return fmt.Sprintf("%d running pod(s) would otherwise be outside every data plane: %s", len(pods), strings.Join(pods, ", "))
+}
+
+func (h holds) waitingFor(plugin, key string) string {
+	return fmt.Sprintf("keeps %s=%s and the objects it requires until no pod depends on it (restart the pods into the new data plane or delete them); %s",
+		key, h.labels[plugin][key], h.reason(plugin, key))
+}
+
+// waiting lists a waiting reason for every label held for the plugin.
+func (h holds) waiting(plugin string) []string {
+	var out []string
+	for _, key := range slices.Sorted(maps.Keys(h.labels[plugin])) {
+		out = append(out, h.waitingFor(plugin, key))
+	}
+	return out
+}
+
+// controlledBy reports whether profile is ns's controller, so that deleting the Profile deletes
+// the namespace, its pods and what protects them together.
+func controlledBy(ns *corev1.Namespace, profile *profilev1.Profile) bool {
+	c := metav1.GetControllerOf(ns)
+	return c != nil && profile.UID != "" && c.UID == profile.UID
+}
+
+func refOf(obj client.Object) Ref {
+	return Ref{GroupKind: obj.GetObjectKind().GroupVersionKind().GroupKind(), Name: obj.GetName()}
+}
+
+func findObservedRef(obs Observed, ref Ref) client.Object {
+	for _, o := range obs.Objects {
+		if o.GetName() == ref.Name && o.GetObjectKind().GroupVersionKind().GroupKind() == ref.GroupKind {
+			return o
+		}
+	}
+	return nil
+}
