@@ -15,9 +15,13 @@ export KUBEBUILDER_ASSETS ?= $(BIN)
 # What needs the test API server depends on this: it builds it only when the tests use bin/.
 NEEDS_ENVTEST = $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest)
 
-# The newest versions the module proxy serves, in a go.mod of their own (hack/newest/go.mod) that
-# `make test-newest` builds with; go.mod keeps the floors.
-NEWEST_MODFILE = $(CURDIR)/hack/newest/go.mod
+# The newest versions the module proxy serves of what the profiles controller pins. `make
+# test-newest` raises them in a copy of go.mod (bin/newest/go.mod, made fresh from go.mod each
+# run, so it never goes stale) and tests with it; go.mod keeps the floors.
+NEWEST = sigs.k8s.io/controller-runtime@v0.25.2 k8s.io/api@v0.37.2 k8s.io/apimachinery@v0.37.2 \
+	k8s.io/client-go@v0.37.2 k8s.io/pod-security-admission@v0.37.2 istio.io/api@v1.32.0 \
+	istio.io/client-go@v1.32.0 sigs.k8s.io/gateway-api@v1.6.3
+NEWEST_MODFILE = $(BIN)/newest/go.mod
 
 # Fuzz targets as package:Function. `make fuzz` runs each for FUZZTIME; `make test` briefly.
 FUZZ_TARGETS = ./plugin/config:FuzzParseConfig ./plugin/profilev1:FuzzParseProfile .:FuzzGenerate ./authz:FuzzIdentityMatchesOnlyItself
@@ -79,10 +83,14 @@ golangci-lint: $(BIN)/golangci-lint
 $(BIN)/golangci-lint: hack/golangci-lint/go.mod hack/golangci-lint/go.sum
 	cd hack/golangci-lint && $(GO) build -o $(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
-## test-newest: every test against the newest served versions (controller-runtime, k8s.io, Istio,
-## Gateway API; see hack/newest/go.mod) without raising go.mod's floors. Nested go commands (the
+## test-newest: every test against the NEWEST versions (controller-runtime, k8s.io, Istio, Gateway
+## API) through a modfile of their own, without raising go.mod's floors. Nested go commands (the
 ## CRD lookup, the fork-patch build) see the same modfile through GOFLAGS.
 test-newest: $(NEEDS_ENVTEST)
+	@mkdir -p $(dir $(NEWEST_MODFILE))
+	cp go.mod $(NEWEST_MODFILE) && cp go.sum $(NEWEST_MODFILE:.mod=.sum)
+	$(GO) get -modfile=$(NEWEST_MODFILE) $(NEWEST)
+	$(GO) mod tidy -modfile=$(NEWEST_MODFILE)
 	GOFLAGS="$$($(GO) env GOFLAGS) -modfile=$(NEWEST_MODFILE)" $(GO) test -count=1 ./...
 
 ## floors: fail when the build selects a newer version than the profiles controller pins.

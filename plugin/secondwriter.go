@@ -10,7 +10,8 @@ import (
 // warnSecondWriters warns about each namespace label a plugin wants that another field manager
 // also owns (the profiles controller's namespace-labels.yaml, the kubeflow-pss overlay, a
 // kubectl label): the plugin's value is applied, but the other writer may set it back, and when
-// the plugin lets go of the label the other writer's claim keeps it on the namespace.
+// the plugin lets go of the label the other writer's claim keeps it on the namespace. A writer the
+// plugin's own warnings already name (pss reports a stricter level it keeps) is not repeated.
 func warnSecondWriters(plans []*planned, obs Observed) {
 	ours := map[string]bool{}
 	for _, p := range plans {
@@ -23,7 +24,7 @@ func warnSecondWriters(plans []*planned, obs Observed) {
 		for _, key := range slices.Sorted(maps.Keys(p.desired.Labels)) {
 			var others []string
 			for _, m := range obs.LabelManagers[key] {
-				if !ours[m] {
+				if !ours[m] && !named(p.res.Warnings, m) {
 					others = append(others, fmt.Sprintf("%q", m))
 				}
 			}
@@ -34,4 +35,14 @@ func warnSecondWriters(plans []*planned, obs Observed) {
 			}
 		}
 	}
+}
+
+// named reports whether one of warnings already names the field manager.
+func named(warnings []string, manager string) bool {
+	for _, w := range warnings {
+		if strings.Contains(w, manager) {
+			return true
+		}
+	}
+	return false
 }

@@ -132,7 +132,8 @@ func TestForkSchemeServesThePlugins(t *testing.T) {
 	}
 
 	c := fake.NewClientBuilder().WithScheme(s).WithReturnManagedFields().
-		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice"}}).Build()
+		// The namespace as the controller creates it: annotated with its owner.
+		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice", Annotations: map[string]string{"owner": "alice@example.com"}}}).Build()
 	runner, err := profileplugins.NewRunner(c, profileplugins.DefaultConfig())
 	require.NoError(t, err)
 	mesh := &kubeflow.Integration{Runner: runner}
