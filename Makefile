@@ -61,15 +61,20 @@ $(BIN)/kube-apiserver: hack/kube-apiserver/go.mod hack/kube-apiserver/go.sum
 $(BIN)/etcd: hack/etcd/go.mod hack/etcd/go.sum hack/etcd/main.go
 	cd hack/etcd && $(GO) build -o $(BIN)/etcd .
 
-## fuzz: run every fuzz target for FUZZTIME (a duration, or a count like 1000x).
+## fuzz: run every fuzz target for FUZZTIME (a duration, or a count like 1000x), then the runner's
+## stateful property test for SAFETY_CHECKS sequences (`unit` runs 200 of them; 0 skips it here).
+SAFETY_CHECKS ?= 10000
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "== $$fn ($$pkg), $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
+	@if [ "$(SAFETY_CHECKS)" != 0 ]; then echo "== TestRunnerSafety (./internal/safety), $(SAFETY_CHECKS) sequences"; \
+	  $(GO) test -count=1 -timeout 180m -run '^TestRunnerSafety$$' ./internal/safety/ -rapid.checks=$(SAFETY_CHECKS); fi
 
-## fuzz-short: what `make test` runs: five seconds per target beyond the seed corpus.
+## fuzz-short: what `make test` runs: five seconds per target beyond the seed corpus (the property
+## test's short form already ran in `unit`).
 fuzz-short:
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s SAFETY_CHECKS=0
 
 ## lint: the dependency floors, go vet, and golangci-lint with the linters and formatters of
 ## .golangci.yml (gofmt, goimports among them).

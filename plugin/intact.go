@@ -22,6 +22,15 @@ import (
 // The result maps manager to sorted paths; an Update by the plugin's own manager is listed under
 // its name.
 func foreignSpecFields(obj client.Object, pluginName string) map[string][]string {
+	return foreignSpecFieldsFor(obj, pluginName, nil)
+}
+
+// foreignSpecFieldsFor is foreignSpecFields knowing the apply body about to be sent (nil when
+// unknown). A field the plugin's own restoring Update holds is drift even while the plugin's apply
+// co-owns it, once the body no longer sets it: the apply then lets go of the field, the Update
+// entry keeps it, and it would outlive the plugin's wish (targetRefs on a policy after a switch
+// to sidecar mode, which attaches the policy to nothing).
+func foreignSpecFieldsFor(obj client.Object, pluginName string, body map[string]any) map[string][]string {
 	mine := FieldManager(pluginName)
 	if !slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
 		return e.Subresource == "" && (e.Manager != mine || e.Operation != metav1.ManagedFieldsOperationApply)
@@ -38,8 +47,11 @@ func foreignSpecFields(obj client.Object, pluginName string) map[string][]string
 		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
+		// A bare spec node owns no field: it is what a writer's entry keeps once every field it
+		// set was taken over (the previous writer of an adopted policy). A field set atomically
+		// still shows as a leaf below spec ("f:targetRefs": {}), so it is not skipped here.
 		spec, ok := fields["f:spec"].(map[string]any)
-		if !ok {
+		if !ok || len(spec) == 0 {
 			continue
 		}
 		paths := map[string]bool{}
@@ -54,6 +66,15 @@ func foreignSpecFields(obj client.Object, pluginName string) map[string][]string
 			foreign[e.Manager] = map[string]bool{}
 		}
 		maps.Copy(foreign[e.Manager], paths)
+	}
+	if body != nil {
+		desired, _ := body["spec"].(map[string]any)
+		for p := range own {
+			rest, below := strings.CutPrefix(p, "spec.")
+			if top, _, _ := strings.Cut(rest, "."); below && desired[top] == nil {
+				delete(own, p)
+			}
+		}
 	}
 	out := map[string][]string{}
 	for manager, paths := range foreign {

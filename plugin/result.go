@@ -59,6 +59,8 @@ type Result struct {
 	Errors []error
 	// WaitRequeue is the requeue delay used while a plugin is waiting.
 	WaitRequeue time.Duration
+	// DryRun lists, only when Runner.DryRun is set, every write sent and the server's answer.
+	DryRun []DryRunWrite
 }
 
 // PluginResult is what happened for one plugin.

@@ -52,6 +52,9 @@ type Runner struct {
 	// Namespaces decides which namespaces are the Profile's to write into; the zero value is
 	// the default rule and refuses AlwaysReserved.
 	Namespaces NamespacePolicy
+	// DryRun sends every write as a server-side dry run (admission and validation answer, nothing
+	// persists) and lists the writes with the server's answers in Result.DryRun; see dryrun.go.
+	DryRun bool
 }
 
 // NewRunner checks the plugins' names and returns a Runner that reads and writes through c.
@@ -100,6 +103,9 @@ type applyObject struct {
 // plugin are recorded in the Result and do not stop the others; only a failure to observe the
 // namespace stops the call.
 func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result {
+	if r.DryRun {
+		return r.dryRun(ctx, (*Runner).Apply, profile)
+	}
 	res := r.newResult()
 	if !r.admitApply(ctx, profile, res) {
 		return res
@@ -155,6 +161,9 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 // and garbage collection, so a finalizer never waits on pods. It is idempotent, and a missing
 // namespace is success.
 func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result {
+	if r.DryRun {
+		return r.dryRun(ctx, (*Runner).Revoke, profile)
+	}
 	res := r.newResult()
 	if !r.admitRevoke(ctx, profile, res) {
 		return res
@@ -169,12 +178,20 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 	}
 	held := holdDataPlane(r.Plugins, ns, obs.Pods)
 	leaving := ns.DeletionTimestamp != nil || controlledBy(ns, profile)
+	labelsFailed := false
 	for i, p := range r.Plugins {
 		pl := &planned{plugin: p, res: &res.Plugins[i]}
+		failed := len(pl.res.Errors)
 		r.applyLabels(ctx, pl, ns, held.labelsOf(p.Name()))
+		labelsFailed = labelsFailed || len(pl.res.Errors) > failed
 		if !leaving {
 			pl.res.Waiting = append(pl.res.Waiting, held.waiting(p.Name())...)
 		}
+	}
+	if labelsFailed {
+		// A label that could not be taken off may still route traffic to, or enrol pods behind,
+		// the objects: they stay until the next Revoke has taken the labels off.
+		return res
 	}
 	for i, p := range r.Plugins {
 		r.prune(ctx, &planned{plugin: p, res: &res.Plugins[i]}, obs, held.refs)
@@ -465,7 +482,7 @@ func (r *Runner) applyObject(ctx context.Context, p *planned, ao *applyObject, c
 			adopted = true
 			p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("adopted %s, which another writer made", ao.ref))
 		}
-		foreign = foreignSpecFields(cur, name)
+		foreign = foreignSpecFieldsFor(cur, name, body)
 		if len(foreign) == 0 && matches(cur, body) {
 			p.res.Unchanged = append(p.res.Unchanged, ao.ref)
 			return ""

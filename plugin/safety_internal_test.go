@@ -50,6 +50,11 @@ func TestForeignSpecFields(t *testing.T) {
 			entry(mine, apply, "", `{"f:spec":{"f:action":{},"f:rules":{}}}`),
 			entry("gitops", apply, "", `{"f:spec":{"f:selector":{".":{},"f:matchLabels":{"f:app":{}}},"f:targetRefs":{}}}`),
 		}, map[string][]string{"gitops": {"spec.selector", "spec.selector.matchLabels.app", "spec.targetRefs"}}},
+		// After an adoption, the previous writer's entry keeps a bare spec node that owns nothing.
+		{"a bare spec node owns no field", []metav1.ManagedFieldsEntry{
+			entry(mine, apply, "", `{"f:spec":{"f:action":{},"f:rules":{}}}`),
+			entry("kfam", update, "", `{"f:metadata":{"f:annotations":{"f:user":{}}},"f:spec":{}}`),
+		}, map[string][]string{}},
 		{"our own update shared with our apply", []metav1.ManagedFieldsEntry{
 			entry(mine, apply, "", `{"f:spec":{"f:action":{},"f:rules":{}}}`),
 			entry(mine, update, "", `{"f:spec":{"f:action":{}}}`),
@@ -385,4 +390,20 @@ func TestControlledBy(t *testing.T) {
 	assert.False(t, controlledBy(ns(metav1.OwnerReference{UID: "other", Controller: &yes}), profile))
 	assert.False(t, controlledBy(ns(), profile))
 	assert.False(t, controlledBy(ns(metav1.OwnerReference{UID: "", Controller: &yes}), &profilev1.Profile{}), "a Profile without UID controls nothing")
+}
+
+// A field the plugin's own restoring Update holds outlives the apply that stops setting it, so
+// once the body drops it, it is drift even though the apply still co-owns it now.
+func TestForeignSpecFieldsForABodyThatDropsAField(t *testing.T) {
+	const mine = "profile-plugins/authz"
+	apply, update := metav1.ManagedFieldsOperationApply, metav1.ManagedFieldsOperationUpdate
+	obj := withFields(
+		entry(mine, apply, "", `{"f:spec":{"f:rules":{},"f:targetRefs":{}}}`),
+		entry(mine, update, "", `{"f:spec":{"f:rules":{},"f:targetRefs":{}}}`),
+	)
+	sidecar := map[string]any{"spec": map[string]any{"rules": []any{}}}
+	ambient := map[string]any{"spec": map[string]any{"rules": []any{}, "targetRefs": []any{}}}
+	assert.Equal(t, map[string][]string{mine: {"spec.targetRefs"}}, foreignSpecFieldsFor(obj, "authz", sidecar))
+	assert.Equal(t, map[string][]string{}, foreignSpecFieldsFor(obj, "authz", ambient))
+	assert.Equal(t, map[string][]string{}, foreignSpecFieldsFor(obj, "authz", nil), "without a body: as foreignSpecFields")
 }

@@ -776,3 +776,30 @@ func TestReadOnlyKindsAreNeverPruned(t *testing.T) {
 	require.NoError(t, m.c.Get(context.Background(), client.ObjectKeyFromObject(rb), &rbacv1.RoleBinding{}))
 	assert.NotContains(t, m.writes, "delete RoleBinding/namespaceAdmin")
 }
+
+// A Revoke whose label write fails deletes nothing: the labels still route traffic to, and enrol
+// pods behind, the policies and the waypoint. The next Revoke finishes the job.
+func TestRevokeDeletesNothingWhileItsLabelsCouldNotBeTakenOff(t *testing.T) {
+	m := newMesh(t)
+	m.enrol()
+	m.fail = func(verb string, obj any) error {
+		if describe(obj) == "labels " {
+			return apierrors.NewServiceUnavailable("injected")
+		}
+		return nil
+	}
+	res := m.runner.Revoke(context.Background(), testProfile())
+	require.Error(t, res.Err())
+	assert.True(t, res.Retryable())
+	enrolled(t, m.labels())
+	assert.NotNil(t, m.policy(ztunnelName))
+	assert.NotNil(t, m.policy(ownerName))
+	for _, w := range m.writes {
+		assert.False(t, strings.HasPrefix(w, "delete "), "deleted while labels stayed: %v", m.writes)
+	}
+
+	m.fail = nil
+	require.NoError(t, m.runner.Revoke(context.Background(), testProfile()).Err())
+	assert.Nil(t, m.policy(ownerName))
+	assert.NotContains(t, m.labels(), useWaypoint)
+}

@@ -3,6 +3,7 @@ package pss
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -215,6 +216,10 @@ func (p *Plugin) preflight(t plugin.Target, next config.LevelVersion) (*config.L
 	if _, set := t.Observed.Labels[psaapi.EnforceLevelLabel]; !set {
 		return nil, "podSecurity.preflight: hold keeps an existing enforce level only, and this namespace had none; " + msg
 	}
+	if by := loosenedBy(t.Observed); len(by) > 0 {
+		return nil, fmt.Sprintf("podSecurity.preflight: hold keeps only a level the plugin set or found at its first run, and %s changed this one; %s",
+			strings.Join(by, ", "), msg)
+	}
 	held := current
 	return &held, fmt.Sprintf("holding enforce at %q (podSecurity.preflight: hold) until the pods comply; %s", current.Level, msg)
 }
@@ -248,4 +253,22 @@ func (p *Plugin) Violations(pods []corev1.Pod, lv config.LevelVersion) []string 
 	}
 	sort.Strings(out)
 	return out
+}
+
+// loosenedBy names the other writers of the enforce label when the plugin has managed the
+// namespace's Pod Security labels before but no longer owns that value: another writer replaced
+// the plugin's level. Holding such a level would keep a loosening for as long as one violating
+// pod runs. A level found before the plugin's first run (the profiles controller's, at rollout) is
+// not reported: holding it is what preflight hold is for.
+func loosenedBy(obs plugin.Observed) []string {
+	mine := plugin.FieldManager(PluginName)
+	if slices.Contains(obs.LabelManagers[psaapi.EnforceLevelLabel], mine) {
+		return nil
+	}
+	for _, key := range []string{psaapi.AuditLevelLabel, psaapi.WarnLevelLabel, psaapi.EnforceVersionLabel} {
+		if slices.Contains(obs.LabelManagers[key], mine) {
+			return slices.DeleteFunc(slices.Clone(obs.LabelManagers[psaapi.EnforceLevelLabel]), func(m string) bool { return m == mine })
+		}
+	}
+	return nil
 }

@@ -249,3 +249,37 @@ func TestProfileRequestErrors(t *testing.T) {
 		})
 	}
 }
+
+// Hold keeps the plugin's own level and a level found before the plugin's first run (the
+// rollout), but not a level another writer put in place of the plugin's: holding that would keep
+// a loosening for as long as one violating pod runs.
+func TestPreflightHoldDoesNotKeepAForeignLoosening(t *testing.T) {
+	p, err := pss.New(fixture.Config(t, "podSecurity: {enforce: {level: restricted}, preflight: hold}\n"))
+	require.NoError(t, err)
+	const enforce, audit = "pod-security.kubernetes.io/enforce", "pod-security.kubernetes.io/audit"
+	for _, tc := range []struct {
+		name     string
+		managers map[string][]string
+		held     bool
+	}{
+		{"the plugin's own level", map[string][]string{enforce: {"profile-plugins/pss"}, audit: {"profile-plugins/pss"}}, true},
+		{"found at the first run", map[string][]string{enforce: {"kubeflow-profile-controller"}}, true},
+		{"replaced after the plugin set it", map[string][]string{enforce: {"gitops"}, audit: {"profile-plugins/pss"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := plugin.Observed{Labels: map[string]string{enforce: "baseline"}, LabelManagers: tc.managers, Pods: []corev1.Pod{runAsRoot}}
+			d, err := p.Generate(plugin.Target{Namespace: ns, Observed: obs})
+			require.NoError(t, err)
+			if tc.held {
+				assert.Equal(t, "baseline", d.Labels[enforce])
+				assert.NotEmpty(t, d.Waiting)
+				return
+			}
+			assert.Equal(t, "restricted", d.Labels[enforce], "the admin's level, not the foreign loosening")
+			assert.Empty(t, d.Waiting)
+			require.Len(t, d.Warnings, 1)
+			assert.Contains(t, d.Warnings[0], "gitops changed this one")
+			assert.Contains(t, d.Warnings[0], "run-as-root (", "the violating pod is still named")
+		})
+	}
+}

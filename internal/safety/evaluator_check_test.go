@@ -1,0 +1,131 @@
+package safety
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// The evaluator is the test's only judge, so it is tested on its own: each case is a state it must
+// call intact or broken.
+
+func TestPodShapesAgreeWithPodSecurity(t *testing.T) {
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	require.NoError(t, err)
+	for shape := privileged; shape <= restricted; shape++ {
+		for _, sidecar := range []bool{false, true} {
+			pod := newPod("p", shape, sidecar)
+			require.Equal(t, shape, strictestAdmitting(pod), "shape %s sidecar %t", levelNames[shape], sidecar)
+			for level := privileged; level <= restricted; level++ {
+				lv := psaapi.LevelVersion{Level: psaapi.Level(levelNames[level]), Version: psaapi.LatestVersion()}
+				allowed := policy.AggregateCheckResults(eval.EvaluatePod(lv, &pod.ObjectMeta, &pod.Spec)).Allowed
+				assert.Equal(t, level <= shape, allowed, "a %s-shaped pod (sidecar %t) under enforce %s", levelNames[shape], sidecar, levelNames[level])
+			}
+		}
+	}
+}
+
+func policyWith(t *testing.T, name, plugin, spec string) *istiosecurityv1.AuthorizationPolicy {
+	t.Helper()
+	p := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: userNS}}
+	if plugin != "" {
+		p.Labels = map[string]string{labelManagedBy: managedByValue, labelPlugin: plugin}
+	}
+	require.NoError(t, p.Spec.UnmarshalJSON([]byte(spec)))
+	return p
+}
+
+func TestEvaluatorJudgesTheZtunnelPolicyByMeaning(t *testing.T) {
+	intact := compact(wantZtunnel())
+	data, err := json.Marshal(wantZtunnel()["rules"])
+	require.NoError(t, err)
+	rules := `"rules":` + string(data)
+	for _, c := range []struct {
+		name, plugin, spec string
+		intact             bool
+	}{
+		{"as generated", "authz", intact, true},
+		{"ALLOW written out", "authz", `{"action":"ALLOW",` + rules + `}`, true},
+		{"AUDIT: istiod no longer enforces it", "authz", `{"action":"AUDIT",` + rules + `}`, false},
+		{"DENY", "authz", `{"action":"DENY",` + rules + `}`, false},
+		{"CUSTOM with a provider", "authz", `{"action":"CUSTOM","provider":{"name":"x"},` + rules + `}`, false},
+		{"a selector narrows it to some pods", "authz", `{"selector":{"matchLabels":{"app":"x"}},` + rules + `}`, false},
+		{"targetRefs move it off ztunnel", "authz", `{"targetRefs":[{"group":"gateway.networking.k8s.io","kind":"Gateway","name":"waypoint"}],` + rules + `}`, false},
+		{"an extra rule admits more", "authz", `{"rules":[{"from":[{"source":{"namespaces":["alice"]}}]},{}]}`, false},
+		{"made by someone else", "", intact, false},
+		{"made by another plugin", "waypoint", intact, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := snapshot{policies: map[string]*istiosecurityv1.AuthorizationPolicy{ztunnelPolicy: policyWith(t, ztunnelPolicy, c.plugin, c.spec)}}
+			assert.Equal(t, c.intact, s.ztunnelProblem() == "", s.ztunnelProblem())
+		})
+	}
+	assert.Equal(t, "missing", snapshot{}.ztunnelProblem())
+}
+
+func TestEvaluatorJudgesTheOwnerPolicy(t *testing.T) {
+	ambient := policyWith(t, ownerPolicy, "authz", compact(wantOwner("alice@example.com", true)))
+	sidecar := policyWith(t, ownerPolicy, "authz", compact(wantOwner("alice@example.com", false)))
+	s := snapshot{policies: map[string]*istiosecurityv1.AuthorizationPolicy{ownerPolicy: ambient}}
+	assert.Empty(t, s.ownerProblem([]string{"alice@example.com"}))
+	assert.NotEmpty(t, s.ownerProblem([]string{"carol@example.com"}), "another owner's policy is not this owner's")
+	assert.Empty(t, s.ownerProblem(validOwners), "while the Profile's owner is invalid, any earlier valid owner is intact")
+	s.policies[ownerPolicy] = sidecar
+	assert.NotEmpty(t, s.ownerProblem([]string{"alice@example.com"}), "without targetRefs it is not attached to the waypoint")
+}
+
+func TestEvaluatorJudgesTheWaypoint(t *testing.T) {
+	gw := func(mutate func(*gatewayv1.Gateway)) snapshot {
+		g := &gatewayv1.Gateway{
+			ObjectMeta: metav1.ObjectMeta{Name: waypointName, Namespace: userNS, Generation: 2,
+				Labels: map[string]string{labelManagedBy: managedByValue, labelPlugin: "waypoint"}},
+			Spec: gatewayv1.GatewaySpec{GatewayClassName: "istio-waypoint",
+				Listeners: []gatewayv1.Listener{{Name: "mesh", Port: 15008, Protocol: "HBONE"}},
+				Infrastructure: &gatewayv1.GatewayInfrastructure{ParametersRef: &gatewayv1.LocalParametersReference{
+					Group: "", Kind: "ConfigMap", Name: seccompCM}}},
+			Status: gatewayv1.GatewayStatus{
+				Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, ObservedGeneration: 2}},
+				Addresses:  []gatewayv1.GatewayStatusAddress{{Value: "10.0.0.1"}},
+			},
+		}
+		mutate(g)
+		return snapshot{gateways: map[string]*gatewayv1.Gateway{waypointName: g}}
+	}
+	assert.Empty(t, gw(func(*gatewayv1.Gateway) {}).waypointProblem(waypointName))
+	for name, mutate := range map[string]func(*gatewayv1.Gateway){
+		"not Programmed":                     func(g *gatewayv1.Gateway) { g.Status.Conditions[0].Status = metav1.ConditionFalse },
+		"Programmed for an older generation": func(g *gatewayv1.Gateway) { g.Status.Conditions[0].ObservedGeneration = 1 },
+		"no address":                         func(g *gatewayv1.Gateway) { g.Status.Addresses = nil },
+		"no condition":                       func(g *gatewayv1.Gateway) { g.Status.Conditions = nil },
+		"another class":                      func(g *gatewayv1.Gateway) { g.Spec.GatewayClassName = "istio" },
+		"another listener":                   func(g *gatewayv1.Gateway) { g.Spec.Listeners[0].Port = 80 },
+		"made by someone else":               func(g *gatewayv1.Gateway) { g.Labels = nil },
+	} {
+		assert.NotEmpty(t, gw(mutate).waypointProblem(waypointName), name)
+	}
+}
+
+func TestEvaluatorFindsWildcardIdentities(t *testing.T) {
+	for owner, wildcard := range map[string]bool{"alice@example.com": false, "*": true, "*@example.com": true, "alice*": true} {
+		s := snapshot{policies: map[string]*istiosecurityv1.AuthorizationPolicy{ownerPolicy: policyWith(t, ownerPolicy, "authz", compact(wantOwner(owner, true)))}}
+		assert.Equal(t, wildcard, len(s.wildcardIdentities()) > 0, owner)
+	}
+}
+
+func TestEvaluatorCoverage(t *testing.T) {
+	s := snapshot{labels: map[string]string{}}
+	bare, proxied := podInfo{name: "a"}, podInfo{name: "b", sidecar: true}
+	assert.False(t, s.covered(bare))
+	assert.True(t, s.covered(proxied))
+	s.labels[labelDataplane] = "ambient"
+	assert.True(t, s.covered(bare))
+	s.labels[labelDataplane] = "none"
+	assert.False(t, s.covered(bare))
+}

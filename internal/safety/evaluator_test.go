@@ -1,0 +1,356 @@
+package safety
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// The evaluator reads raw objects from the fake API server and judges them against specs written
+// out below from the documented defaults. It shares no code with the runner or the plugins: a bug
+// they share cannot hide itself.
+
+// Owners the Profile can name. Only the first two may ever reach a policy: a trailing space breaks
+// the header comparison, and a value starting or ending with '*' is a wildcard in Istio's header
+// matcher (pilot/pkg/security/authz/matcher), which would admit every authenticated user.
+var (
+	validOwners   = []string{"alice@example.com", "carol@example.com"}
+	invalidOwners = []string{"alice@example.com ", "*", "*@example.com"}
+)
+
+// podInfo is what the evaluator needs to know about a pod.
+type podInfo struct {
+	name    string
+	sidecar bool
+	// strictest is the strictest Pod Security level that admits the pod.
+	strictest int
+}
+
+// snapshot is the user namespace as the evaluator sees it, read past the runner's client.
+type snapshot struct {
+	labels      map[string]string
+	labelOwners map[string][]string // field managers per label key, from managedFields
+	policies    map[string]*istiosecurityv1.AuthorizationPolicy
+	gateways    map[string]*gatewayv1.Gateway
+	configMaps  map[string]*corev1.ConfigMap
+	pods        []podInfo
+	// versions maps "Kind/namespace/name" of everything the runner has no business writing
+	// (pods, the other namespace, foreign objects) to its resourceVersion.
+	versions map[string]string
+}
+
+func (w *world) snap() snapshot {
+	s := snapshot{
+		policies: map[string]*istiosecurityv1.AuthorizationPolicy{}, gateways: map[string]*gatewayv1.Gateway{},
+		configMaps: map[string]*corev1.ConfigMap{}, versions: map[string]string{},
+	}
+	ns := &corev1.Namespace{}
+	w.must(w.store.Get(w.ctx, client.ObjectKey{Name: userNS}, ns))
+	s.labels = maps.Clone(ns.Labels)
+	if s.labels == nil {
+		s.labels = map[string]string{}
+	}
+	s.labelOwners = labelOwners(ns.ManagedFields)
+
+	aps := &istiosecurityv1.AuthorizationPolicyList{}
+	w.must(w.store.List(w.ctx, aps, client.InNamespace(userNS)))
+	for _, p := range aps.Items {
+		s.policies[p.Name] = p
+		if !isManaged(p.Labels) {
+			s.versions["AuthorizationPolicy/"+userNS+"/"+p.Name] = p.ResourceVersion
+		}
+	}
+	gws := &gatewayv1.GatewayList{}
+	w.must(w.store.List(w.ctx, gws, client.InNamespace(userNS)))
+	for i := range gws.Items {
+		g := &gws.Items[i]
+		s.gateways[g.Name] = g
+		if !isManaged(g.Labels) {
+			s.versions["Gateway/"+userNS+"/"+g.Name] = g.ResourceVersion
+		}
+	}
+	cms := &corev1.ConfigMapList{}
+	w.must(w.store.List(w.ctx, cms, client.InNamespace(userNS)))
+	for i := range cms.Items {
+		c := &cms.Items[i]
+		s.configMaps[c.Name] = c
+		if !isManaged(c.Labels) {
+			s.versions["ConfigMap/"+userNS+"/"+c.Name] = c.ResourceVersion
+		}
+	}
+	pods := &corev1.PodList{}
+	w.must(w.store.List(w.ctx, pods, client.InNamespace(userNS)))
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		s.pods = append(s.pods, podInfo{name: p.Name, sidecar: hasSidecar(p), strictest: strictestAdmitting(p)})
+		s.versions["Pod/"+userNS+"/"+p.Name] = p.ResourceVersion
+	}
+	other := &corev1.Namespace{}
+	w.must(w.store.Get(w.ctx, client.ObjectKey{Name: otherNS}, other))
+	s.versions["Namespace//"+otherNS] = other.ResourceVersion
+	otherAPs := &istiosecurityv1.AuthorizationPolicyList{}
+	w.must(w.store.List(w.ctx, otherAPs, client.InNamespace(otherNS)))
+	for _, p := range otherAPs.Items {
+		s.versions["AuthorizationPolicy/"+otherNS+"/"+p.Name] = p.ResourceVersion
+	}
+	return s
+}
+
+// labelOwners reads, from managedFields, which field managers own each label.
+func labelOwners(entries []metav1.ManagedFieldsEntry) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range entries {
+		if e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		var f struct {
+			Metadata struct {
+				Labels map[string]any `json:"f:labels"`
+			} `json:"f:metadata"`
+		}
+		if json.Unmarshal(e.FieldsV1.Raw, &f) != nil {
+			continue
+		}
+		for k := range f.Metadata.Labels {
+			if key, ok := strings.CutPrefix(k, "f:"); ok && !slices.Contains(out[key], e.Manager) {
+				out[key] = append(out[key], e.Manager)
+			}
+		}
+	}
+	return out
+}
+
+// runnerOwns: one of the runner's field managers owns the label.
+func (s snapshot) runnerOwns(key string) bool {
+	for _, m := range s.labelOwners[key] {
+		if strings.HasPrefix(m, runnerManagers) {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyRunnerOwns: the runner's field managers are the label's only owners.
+func (s snapshot) onlyRunnerOwns(key string) bool {
+	owners := s.labelOwners[key]
+	if len(owners) == 0 {
+		return false
+	}
+	for _, m := range owners {
+		if !strings.HasPrefix(m, runnerManagers) {
+			return false
+		}
+	}
+	return true
+}
+
+func isManaged(labels map[string]string) bool { return labels[labelManagedBy] == managedByValue }
+
+func managedByPlugin(labels map[string]string, plugin string) bool {
+	return labels[labelManagedBy] == managedByValue && labels[labelPlugin] == plugin
+}
+
+func hasSidecar(p *corev1.Pod) bool {
+	for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+		if c.Name == sidecarName {
+			return true
+		}
+	}
+	return false
+}
+
+// strictestAdmitting classifies the three pod shapes the test makes (see newPod): a privileged
+// container needs "privileged"; a hardened pod (RuntimeDefault seccomp, every container non-root,
+// no privilege escalation, all capabilities dropped) passes "restricted"; anything else "baseline".
+// TestPodShapesAgreeWithPodSecurity checks this against Pod Security's own evaluator.
+func strictestAdmitting(p *corev1.Pod) int {
+	hardened := p.Spec.SecurityContext != nil && p.Spec.SecurityContext.SeccompProfile != nil &&
+		p.Spec.SecurityContext.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault
+	for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+		sc := c.SecurityContext
+		if sc != nil && sc.Privileged != nil && *sc.Privileged {
+			return privileged
+		}
+		if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+			hardened = false
+		}
+	}
+	if hardened {
+		return restricted
+	}
+	return baseline
+}
+
+// covered: the pod is in a data plane. A sidecar takes precedence over ztunnel, so a pod with one
+// is covered either way; one without is covered only while the namespace is enrolled in ambient.
+func (s snapshot) covered(p podInfo) bool {
+	return p.sidecar || s.labels[labelDataplane] == "ambient"
+}
+
+// enforceLevel is the namespace's enforce level as Pod Security reads it: none means privileged.
+func (s snapshot) enforceLevel() (int, bool) {
+	v, ok := s.labels[labelEnforce]
+	if !ok {
+		return privileged, false
+	}
+	return parseLevel(v), true
+}
+
+// The desired specs, written from the documented defaults (kubeflow.md, istio-ambient.md).
+const (
+	ingressPrincipal  = "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account"
+	pipelinesUI       = "cluster.local/ns/kubeflow/sa/ml-pipeline-ui"
+	notebookPrincipal = "cluster.local/ns/kubeflow/sa/notebook-controller-service-account"
+	katibPrincipal    = "cluster.local/ns/kubeflow/sa/katib-controller"
+)
+
+// wantZtunnel: a namespace-wide ALLOW (no selector, no targetRefs, so ztunnel enforces it) that
+// admits only the waypoint's service account and the namespace itself.
+func wantZtunnel() map[string]any {
+	return fromJSON(fmt.Sprintf(`{"rules":[
+		{"from":[{"source":{"serviceAccounts":["%[1]s/%[2]s"]}}]},
+		{"from":[{"source":{"namespaces":["%[1]s"]}}]}]}`, userNS, waypointName))
+}
+
+// wantOwner: the profiles controller's owner policy; in ambient mode attached to the waypoint.
+func wantOwner(owner string, ambient bool) map[string]any {
+	target := ""
+	if ambient {
+		target = fmt.Sprintf(`,"targetRefs":[{"group":"gateway.networking.k8s.io","kind":"Gateway","name":%q}]`, waypointName)
+	}
+	return fromJSON(fmt.Sprintf(`{"rules":[
+		{"from":[{"source":{"principals":[%q,%q]}}],"when":[{"key":"request.headers[kubeflow-userid]","values":[%q]}]},
+		{"when":[{"key":"source.namespace","values":[%q]}]},
+		{"to":[{"operation":{"paths":["/healthz","/metrics","/wait-for-drain"]}}]},
+		{"from":[{"source":{"principals":[%q]}}],"to":[{"operation":{"methods":["GET"],"paths":["*/api/kernels"]}}]},
+		{"from":[{"source":{"principals":[%q]}}]}]%s}`,
+		ingressPrincipal, pipelinesUI, owner, userNS, notebookPrincipal, katibPrincipal, target))
+}
+
+// wantGateway: what `istioctl waypoint generate` emits, plus the seccomp patch reference.
+func wantGateway() map[string]any {
+	return fromJSON(fmt.Sprintf(`{"gatewayClassName":"istio-waypoint",
+		"listeners":[{"name":"mesh","port":15008,"protocol":"HBONE"}],
+		"infrastructure":{"parametersRef":{"group":"","kind":"ConfigMap","name":%q}}}`, seccompCM))
+}
+
+func fromJSON(s string) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// toJSONMap is v's JSON form; Istio's specs marshal through their own MarshalJSON.
+func toJSONMap(v any) map[string]any {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func compact(m map[string]any) string {
+	data, _ := json.Marshal(m)
+	return string(data)
+}
+
+// policyProblem says why the policy is not the intact, managed one wanted ("" when it is).
+// Intact is about meaning: the action must be ALLOW (written or left to its default), and
+// everything else (selector, targetRefs, provider, rules) exactly as wanted.
+func policyProblem(p *istiosecurityv1.AuthorizationPolicy, plugin string, wants ...map[string]any) string {
+	if p == nil {
+		return "missing"
+	}
+	if !managedByPlugin(p.Labels, plugin) {
+		return fmt.Sprintf("not managed by plugin %s (labels %s)", plugin, formatLabels(p.Labels))
+	}
+	got := toJSONMap(&p.Spec)
+	if got["action"] == "ALLOW" {
+		delete(got, "action")
+	}
+	for _, want := range wants {
+		if reflect.DeepEqual(got, want) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("spec is %s, want %s", compact(got), compact(wants[0]))
+}
+
+func (s snapshot) ztunnelProblem() string {
+	return policyProblem(s.policies[ztunnelPolicy], "authz", wantZtunnel())
+}
+
+// ownerProblem: the owner policy is intact for one of owners and attached to the waypoint.
+func (s snapshot) ownerProblem(owners []string) string {
+	var wants []map[string]any
+	for _, o := range owners {
+		wants = append(wants, wantOwner(o, true))
+	}
+	return policyProblem(s.policies[ownerPolicy], "authz", wants...)
+}
+
+// waypointProblem: the waypoint is the managed, intact Gateway and istiod reports it Programmed
+// for its current generation with an address (istio-ambient.md, "Readiness").
+func (s snapshot) waypointProblem(name string) string {
+	g := s.gateways[name]
+	switch {
+	case g == nil:
+		return "waypoint " + name + " missing"
+	case !managedByPlugin(g.Labels, "waypoint"):
+		return fmt.Sprintf("waypoint %s not managed by plugin waypoint (labels %s)", name, formatLabels(g.Labels))
+	}
+	if got := toJSONMap(&g.Spec); !reflect.DeepEqual(got, wantGateway()) {
+		return fmt.Sprintf("waypoint %s spec is %s, want %s", name, compact(got), compact(wantGateway()))
+	}
+	for _, c := range g.Status.Conditions {
+		if c.Type == "Programmed" {
+			if c.Status != metav1.ConditionTrue || c.ObservedGeneration != g.Generation || len(g.Status.Addresses) == 0 {
+				return fmt.Sprintf("waypoint %s not Programmed (status %s, observedGeneration %d of %d, %d address(es))",
+					name, c.Status, c.ObservedGeneration, g.Generation, len(g.Status.Addresses))
+			}
+			return ""
+		}
+	}
+	return "waypoint " + name + " has no Programmed condition"
+}
+
+// wildcardIdentities lists header values in the managed policies that Istio would treat as a
+// wildcard (leading or trailing '*') or that are empty.
+func (s snapshot) wildcardIdentities() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(s.policies)) {
+		p := s.policies[name]
+		if !managedByPlugin(p.Labels, "authz") {
+			continue
+		}
+		for _, r := range p.Spec.Rules {
+			for _, c := range r.When {
+				if !strings.HasPrefix(c.Key, "request.headers[") {
+					continue
+				}
+				for _, v := range append(slices.Clone(c.Values), c.NotValues...) {
+					if v == "" || strings.HasPrefix(v, "*") || strings.HasSuffix(v, "*") {
+						out = append(out, fmt.Sprintf("%s: %s %q", name, c.Key, v))
+					}
+				}
+			}
+		}
+	}
+	return out
+}

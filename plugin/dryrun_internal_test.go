@@ -1,0 +1,75 @@
+package plugin
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func namespaceWith(labels map[string]string, managers ...string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetLabels(labels)
+	var entries []metav1.ManagedFieldsEntry
+	for _, m := range managers {
+		entries = append(entries, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationApply,
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"owner":"` + m + `"}`)}})
+	}
+	u.SetManagedFields(entries)
+	return u
+}
+
+// The server answers each dry run against the persisted object; compose puts the run's earlier
+// answers back, as the real writes would have left them.
+func TestComposeKeepsEarlierDryRunWrites(t *testing.T) {
+	base := namespaceWith(map[string]string{"team": "ml", "istio-injection": "enabled", "old": "x"}, "kubectl", "profile-plugins/waypoint")
+	// waypoint: changes istio-injection, removes old (its own), adds dataplane-mode.
+	first := namespaceWith(map[string]string{"team": "ml", "istio-injection": "disabled", "istio.io/dataplane-mode": "ambient"},
+		"kubectl", "profile-plugins/waypoint")
+	fields := first.GetManagedFields()
+	fields[1].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"changed":true}`)}
+	first.SetManagedFields(fields)
+	// pss, answered against base: none of the above, plus its own label and manager.
+	second := namespaceWith(map[string]string{"team": "ml", "istio-injection": "enabled", "old": "x", "enforce": "restricted"},
+		"kubectl", "profile-plugins/pss", "profile-plugins/waypoint")
+
+	got := compose(base, []*unstructured.Unstructured{first, second})
+	assert.Equal(t, map[string]string{"team": "ml", "istio-injection": "disabled", "istio.io/dataplane-mode": "ambient", "enforce": "restricted"}, got.GetLabels())
+	var managers []string
+	for _, e := range got.GetManagedFields() {
+		managers = append(managers, e.Manager+"="+string(e.FieldsV1.Raw))
+	}
+	assert.Equal(t, []string{`kubectl={"owner":"kubectl"}`, `profile-plugins/pss={"owner":"profile-plugins/pss"}`, `profile-plugins/waypoint={"changed":true}`}, managers)
+
+	assert.Equal(t, second, compose(base, []*unstructured.Unstructured{second}), "one answer is the answer")
+	assert.Equal(t, second, compose(nil, []*unstructured.Unstructured{first, second}), "a created object has nothing to compose")
+}
+
+func TestFieldManagerPlugin(t *testing.T) {
+	assert.Equal(t, "pss", fieldManagerPlugin(FieldManager("pss")))
+	assert.Empty(t, fieldManagerPlugin("kubectl"))
+	assert.Empty(t, fieldManagerPlugin(""))
+}
+
+// After a restoring Update in the same run, the server answers the apply against the persisted
+// object; the run's view is the apply body on top of what the Update wrote.
+func TestApplyOntoTheRunsOwnWrite(t *testing.T) {
+	restored := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "p", "labels": map[string]any{"a": "1"}, "resourceVersion": "7"},
+		"spec":     map[string]any{"action": "ALLOW", "rules": []any{"new"}},
+	}}
+	body := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "p", "labels": map[string]any{"b": "2"}},
+		"spec":     map[string]any{"rules": []any{"new"}},
+	}}
+	answer := namespaceWith(nil, "profile-plugins/authz")
+	answer.SetResourceVersion("7")
+	answer.Object["spec"] = map[string]any{"action": "ALLOW", "rules": []any{"new"}, "targetRefs": []any{"stale"}}
+
+	got := applyOnto(restored, body, answer)
+	assert.Equal(t, map[string]any{"action": "ALLOW", "rules": []any{"new"}}, got.Object["spec"], "the stale field the Update removed stays removed")
+	assert.Equal(t, map[string]string{"a": "1", "b": "2"}, got.GetLabels())
+	assert.Equal(t, answer.GetManagedFields(), got.GetManagedFields())
+	assert.Equal(t, map[string]any{"action": "ALLOW", "rules": []any{"new"}}, restored.Object["spec"], "cur is not modified")
+}
