@@ -28,7 +28,7 @@ func target(cfg *config.Config) plugin.Target {
 	return plugin.Target{
 		Namespace: ns, Owner: "user@example.com",
 		Profile:  &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "u"}, Spec: profilev1.ProfileSpec{Owner: fixture.User("user@example.com")}},
-		Observed: plugin.Observed{Objects: []client.Object{waypoint.ProgrammedGateway(cfg, ns)}},
+		Observed: plugin.Observed{Objects: []client.Object{fixture.ProgrammedGateway(cfg, ns)}},
 	}
 }
 
