@@ -12,15 +12,26 @@ FLOORS = sigs.k8s.io/controller-runtime@v0.24.1 k8s.io/api@v0.36.3 k8s.io/apimac
 # The integration tests find kube-apiserver and etcd here (controller-runtime's envtest convention).
 export KUBEBUILDER_ASSETS ?= $(BIN)
 
+# What needs the test API server depends on this: it builds it only when the tests use bin/.
+NEEDS_ENVTEST = $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest)
+
+# The newest versions the module proxy serves of what the profiles controller pins. `make
+# test-newest` raises them in a copy of go.mod (bin/newest/go.mod, made fresh from go.mod each
+# run, so it never goes stale) and tests with it; go.mod keeps the floors.
+NEWEST = sigs.k8s.io/controller-runtime@v0.25.2 k8s.io/api@v0.37.2 k8s.io/apimachinery@v0.37.2 \
+	k8s.io/client-go@v0.37.2 k8s.io/pod-security-admission@v0.37.2 istio.io/api@v1.32.0 \
+	istio.io/client-go@v1.32.0 sigs.k8s.io/gateway-api@v1.6.3
+NEWEST_MODFILE = $(BIN)/newest/go.mod
+
 # Fuzz targets as package:Function. `make fuzz` runs each for FUZZTIME; `make test` briefly.
 FUZZ_TARGETS = ./plugin/config:FuzzParseConfig ./plugin/profilev1:FuzzParseProfile .:FuzzGenerate ./authz:FuzzIdentityMatchesOnlyItself
 FUZZTIME    ?= 60s
 
-.PHONY: test unit lint floors envtest fuzz fuzz-short bench bench-scale render update-golden mutate
+.PHONY: test unit lint golangci-lint floors envtest fuzz fuzz-short bench bench-scale render update-golden test-newest mutate
 
 ## test: lint, build the test API server if needed, then every test of the module.
 ## With KUBEBUILDER_ASSETS pointing elsewhere, those binaries are used and nothing is built.
-test: lint $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest) unit fuzz-short
+test: lint $(NEEDS_ENVTEST) unit fuzz-short
 
 unit:
 	$(GO) test -count=1 ./...
@@ -28,13 +39,15 @@ unit:
 
 ## bench: generation benchmarks (5 runs each) and the API benchmark with 1,000 namespaces, written to
 ## BENCHMARKS.md with the machine, the date and the raw output. Takes several minutes.
-bench: $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest)
+bench: $(NEEDS_ENVTEST)
+	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench 'Generate|FullSet' -benchmem -count 5 ./internal/bench/ | tee $(BIN)/bench.txt
 	BENCH_PROFILES=1000 $(GO) test -run '^$$' -bench API -benchtime 1x -timeout 60m ./internal/bench/ | tee -a $(BIN)/bench.txt
 	$(GO) run ./internal/benchreport -command "make bench" $(BIN)/bench.txt $(wildcard $(BIN)/bench-scale.txt) > BENCHMARKS.md
 
 ## bench-scale: the API benchmark with 10,000 namespaces and the process's peak RSS; added to BENCHMARKS.md.
-bench-scale: $(if $(filter $(BIN),$(KUBEBUILDER_ASSETS)),envtest)
+bench-scale: $(NEEDS_ENVTEST)
+	@mkdir -p $(BIN)
 	BENCH_PROFILES=10000 $(GO) test -run '^$$' -bench API -benchtime 1x -timeout 120m ./internal/bench/ | tee $(BIN)/bench-scale.txt
 	$(GO) run ./internal/benchreport -command "make bench bench-scale" $(BIN)/bench.txt $(BIN)/bench-scale.txt > BENCHMARKS.md
 
@@ -63,10 +76,27 @@ fuzz:
 fuzz-short:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s SAFETY_CHECKS=0
 
-## lint: gofmt, go vet and the dependency floors.
-lint: floors
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+## lint: the dependency floors, go vet, and golangci-lint with the linters and formatters of
+## .golangci.yml (gofmt, goimports among them).
+lint: floors $(BIN)/golangci-lint
 	$(GO) vet ./...
+	$(BIN)/golangci-lint run ./...
+
+## golangci-lint: build the pinned golangci-lint (hack/golangci-lint/go.mod, its own module) into bin/.
+golangci-lint: $(BIN)/golangci-lint
+
+$(BIN)/golangci-lint: hack/golangci-lint/go.mod hack/golangci-lint/go.sum
+	cd hack/golangci-lint && $(GO) build -o $(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+## test-newest: every test against the NEWEST versions (controller-runtime, k8s.io, Istio, Gateway
+## API) through a modfile of their own, without raising go.mod's floors. Nested go commands (the
+## CRD lookup, the fork-patch build) see the same modfile through GOFLAGS.
+test-newest: $(NEEDS_ENVTEST)
+	@mkdir -p $(dir $(NEWEST_MODFILE))
+	cp go.mod $(NEWEST_MODFILE) && cp go.sum $(NEWEST_MODFILE:.mod=.sum)
+	$(GO) get -modfile=$(NEWEST_MODFILE) $(NEWEST)
+	$(GO) mod tidy -modfile=$(NEWEST_MODFILE)
+	GOFLAGS="$$($(GO) env GOFLAGS) -modfile=$(NEWEST_MODFILE)" $(GO) test -count=1 ./...
 
 ## floors: fail when the build selects a newer version than the profiles controller pins.
 floors:
@@ -78,7 +108,8 @@ render:
 	$(GO) run ./examples/render
 
 ## update-golden: rewrite the golden files from the current output. Read `git diff testdata` before committing.
-update-golden:
+## Some golden tests run against the test API server, so it is built first when missing.
+update-golden: $(NEEDS_ENVTEST)
 	$(GO) test -count=1 $(GOLDEN_PKGS) -update
 
 # Library packages whose unit tests must kill the mutants gremlins makes (each directory recursively).

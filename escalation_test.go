@@ -5,13 +5,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
-	"github.com/kubeflow-ambient/profile-plugins/waypoint"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 const plainProfile = `apiVersion: kubeflow.org/v1
@@ -28,7 +28,7 @@ func renderProfile(t *testing.T, cfg *config.Config, doc string) *plugin.Renderi
 	ps, err := plugins.New(cfg)
 	require.NoError(t, err)
 	target := plugin.Target{Namespace: p.Name, Owner: p.Spec.Owner.Name, Profile: p,
-		Observed: plugin.Observed{Objects: []client.Object{waypoint.ProgrammedGateway(cfg, p.Name)}}}
+		Observed: plugin.Observed{Objects: []client.Object{fixture.ProgrammedGateway(cfg, p.Name)}}}
 	r, err := plugin.Render(plugin.NewScheme(), ps, target)
 	require.NoError(t, err)
 	return r

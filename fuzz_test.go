@@ -14,10 +14,10 @@ import (
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/authz"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
-	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
 // FuzzGenerate runs every generator with fuzzed names, owners, contributors and options. An owner
@@ -54,7 +54,7 @@ func FuzzGenerate(f *testing.F) {
 		target := plugin.Target{
 			Namespace: ns, Owner: owner,
 			Profile:  &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-			Observed: plugin.Observed{Objects: []client.Object{binding, waypoint.ProgrammedGateway(cfg, ns)}},
+			Observed: plugin.Observed{Objects: []client.Object{binding, fixture.ProgrammedGateway(cfg, ns)}},
 		}
 		r, err := plugin.Render(plugin.NewScheme(), ps, target)
 		if err != nil {

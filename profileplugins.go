@@ -2,6 +2,7 @@ package profileplugins
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeflow-ambient/profile-plugins/authz"
@@ -20,8 +21,18 @@ type Runner = plugin.Runner
 // Result reports one Apply or Revoke; see [plugin.Result].
 type Result = plugin.Result
 
-// LoadConfig reads and validates a PluginConfig file; see [config.Load].
-func LoadConfig(path string) (*Config, error) { return config.Load(path) }
+// LoadConfig reads and validates a PluginConfig file; see [config.Load]. An empty path means the
+// documented defaults, so a controller's flag for the file may default to "".
+func LoadConfig(path string) (*Config, error) {
+	if path == "" {
+		return config.Default(), nil
+	}
+	return config.Load(path)
+}
+
+// WithWarnings returns a copy of cfg whose API warnings also reach each Result, keeping the
+// handler cfg had (controller-runtime's warning logger by default); see [plugin.WithWarnings].
+func WithWarnings(cfg *rest.Config) *rest.Config { return plugin.WithWarnings(cfg) }
 
 // DefaultConfig is the configuration with every documented default; see [config.Default].
 func DefaultConfig() *Config { return config.Default() }

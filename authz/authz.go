@@ -10,7 +10,6 @@ import (
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
@@ -42,11 +41,6 @@ func newPolicy(name, namespace string, annotations map[string]string) *istiosecu
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: annotations},
 		Spec:       securityv1beta1.AuthorizationPolicy{Action: securityv1beta1.AuthorizationPolicy_ALLOW},
 	}
-}
-
-// WaypointTarget is the targetRef that attaches a policy to the namespace's waypoint Gateway.
-func WaypointTarget(cfg *config.Config) *typev1beta1.PolicyTargetReference {
-	return &typev1beta1.PolicyTargetReference{Group: gatewayv1.GroupName, Kind: "Gateway", Name: cfg.Mesh.Waypoint.Name}
 }
 
 // headerCondition matches the user-id header the ingress sets after authentication.
@@ -82,20 +76,20 @@ func OwnerPolicy(cfg *config.Config, namespace, owner string) (*istiosecurityv1.
 	if len(a.HealthPaths) > 0 {
 		rules = append(rules, &securityv1beta1.Rule{To: []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Paths: a.HealthPaths}}}})
 	}
-	rules = append(rules,
-		&securityv1beta1.Rule{
-			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{a.Principals.NotebookController}}}},
-			To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: []string{"GET"}, Paths: []string{kernelsPath}}}},
-		},
+	rules = append(rules, &securityv1beta1.Rule{
+		From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{a.Principals.NotebookController}}}},
+		To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: []string{"GET"}, Paths: []string{kernelsPath}}}},
+	})
+	if a.KatibRule == nil || *a.KatibRule {
 		// Katib's controller calls the suggestion and early-stopping services that Katib runs in
 		// the user namespace for each experiment.
-		&securityv1beta1.Rule{
+		rules = append(rules, &securityv1beta1.Rule{
 			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{a.Principals.KatibController}}}},
-		},
-	)
+		})
+	}
 	pol.Spec.Rules = rules
 	if cfg.Mesh.Mode == config.ModeAmbient {
-		pol.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{WaypointTarget(cfg)}
+		pol.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{GatewayTarget(cfg.Mesh.Waypoint.Name)}
 	}
 	return pol, nil
 }

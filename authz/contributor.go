@@ -73,7 +73,7 @@ func ContributorPolicy(cfg *config.Config, namespace, user, role string) (*istio
 	pol := newPolicy(name, namespace, map[string]string{UserAnnotation: user, RoleAnnotation: role})
 	pol.Spec.Rules = append(pol.Spec.Rules, onBehalfOfUser(cfg, user))
 	if cfg.Mesh.Mode == config.ModeAmbient {
-		pol.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{WaypointTarget(cfg)}
+		pol.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{GatewayTarget(cfg.Mesh.Waypoint.Name)}
 	}
 	return pol, nil
 }

@@ -27,7 +27,8 @@ type ConversionReport struct {
 	Notes []string
 }
 
-// GatewayTarget and ServiceTarget build the two targets a converted policy may have.
+// GatewayTarget targets a waypoint Gateway, as the owner and contributor policies target the
+// namespace's waypoint; GatewayTarget and ServiceTarget are the two targets a converted policy may have.
 func GatewayTarget(name string) *typev1beta1.PolicyTargetReference {
 	return &typev1beta1.PolicyTargetReference{Group: gatewayv1.GroupName, Kind: "Gateway", Name: name}
 }

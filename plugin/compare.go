@@ -144,7 +144,7 @@ func ownedLabelKeys(obj client.Object, manager string) (map[string]bool, error) 
 				Labels map[string]json.RawMessage `json:"f:labels"`
 			} `json:"f:metadata"`
 		}
-		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields); err != nil {
 			return nil, fmt.Errorf("managedFields of %s: %w", manager, err)
 		}
 		for k := range fields.Metadata.Labels {
@@ -168,7 +168,7 @@ func labelManagers(obj client.Object) map[string][]string {
 				Labels map[string]json.RawMessage `json:"f:labels"`
 			} `json:"f:metadata"`
 		}
-		if json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		for k := range fields.Metadata.Labels {

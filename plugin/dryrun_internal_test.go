@@ -14,7 +14,7 @@ func namespaceWith(labels map[string]string, managers ...string) *unstructured.U
 	var entries []metav1.ManagedFieldsEntry
 	for _, m := range managers {
 		entries = append(entries, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationApply,
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"owner":"` + m + `"}`)}})
+			FieldsV1: metav1.NewFieldsV1(`{"owner":"` + m + `"}`)})
 	}
 	u.SetManagedFields(entries)
 	return u
@@ -28,7 +28,7 @@ func TestComposeKeepsEarlierDryRunWrites(t *testing.T) {
 	first := namespaceWith(map[string]string{"team": "ml", "istio-injection": "disabled", "istio.io/dataplane-mode": "ambient"},
 		"kubectl", "profile-plugins/waypoint")
 	fields := first.GetManagedFields()
-	fields[1].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"changed":true}`)}
+	fields[1].FieldsV1 = metav1.NewFieldsV1(`{"changed":true}`)
 	first.SetManagedFields(fields)
 	// pss, answered against base: none of the above, plus its own label and manager.
 	second := namespaceWith(map[string]string{"team": "ml", "istio-injection": "enabled", "old": "x", "enforce": "restricted"},
@@ -38,7 +38,7 @@ func TestComposeKeepsEarlierDryRunWrites(t *testing.T) {
 	assert.Equal(t, map[string]string{"team": "ml", "istio-injection": "disabled", "istio.io/dataplane-mode": "ambient", "enforce": "restricted"}, got.GetLabels())
 	var managers []string
 	for _, e := range got.GetManagedFields() {
-		managers = append(managers, e.Manager+"="+string(e.FieldsV1.Raw))
+		managers = append(managers, e.Manager+"="+e.FieldsV1.GetRawString())
 	}
 	assert.Equal(t, []string{`kubectl={"owner":"kubectl"}`, `profile-plugins/pss={"owner":"profile-plugins/pss"}`, `profile-plugins/waypoint={"changed":true}`}, managers)
 

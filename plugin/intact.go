@@ -59,7 +59,7 @@ func foreignSpecFieldsFor(obj client.Object, pluginName string, body map[string]
 			continue
 		}
 		var fields map[string]any
-		if json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		paths := contentPaths(fields)

@@ -291,6 +291,7 @@ func plan(s *runtime.Scheme, plugins []Plugin, res *Result, t Target) []*planned
 		}
 	}
 	refuseLabelClashes(plans)
+	warnSecondWriters(plans, t.Observed)
 	return plans
 }
 

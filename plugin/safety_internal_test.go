@@ -20,7 +20,7 @@ import (
 func entry(manager string, op metav1.ManagedFieldsOperationType, sub, fields string) metav1.ManagedFieldsEntry {
 	e := metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Subresource: sub}
 	if fields != "" {
-		e.FieldsV1 = &metav1.FieldsV1{Raw: []byte(fields)}
+		e.FieldsV1 = metav1.NewFieldsV1(fields)
 	}
 	return e
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
@@ -43,7 +45,15 @@ func ExampleReady() {
 	ready, why := waypoint.Ready(plugin.Observed{}, want)
 	fmt.Println(ready, why)
 
-	observed := plugin.Observed{Objects: []client.Object{waypoint.ProgrammedGateway(cfg, "alice")}}
+	// The waypoint as the runner applied it (marked as the plugin's), with what istiod writes once
+	// it runs: Programmed for this generation, and an address.
+	programmed := waypoint.Gateway(cfg, "alice")
+	programmed.Labels[plugin.ManagedByLabel] = plugin.ManagedByValue
+	programmed.Labels[plugin.PluginLabel] = waypoint.PluginName
+	programmed.Generation = 1
+	programmed.Status.Conditions = []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, ObservedGeneration: 1}}
+	programmed.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "10.96.10.10"}}
+	observed := plugin.Observed{Objects: []client.Object{programmed}}
 	ready, _ = waypoint.Ready(observed, want)
 	fmt.Println(ready)
 	// Output:

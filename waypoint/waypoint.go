@@ -24,10 +24,10 @@ const (
 	PluginName = "waypoint"
 	// InjectionLabel turns sidecar injection on or off for a namespace; istio.io/api has no constant.
 	InjectionLabel = "istio-injection"
-	// ListenerName, ListenerPort and ListenerProtocol are the one listener istiod accepts on a waypoint.
-	ListenerName     = "mesh"
-	ListenerPort     = 15008
-	ListenerProtocol = "HBONE"
+	// listenerName, listenerPort and listenerProtocol are the one listener istiod accepts on a waypoint.
+	listenerName     = "mesh"
+	listenerPort     = 15008
+	listenerProtocol = "HBONE"
 	// SeccompPatchSuffix names the ConfigMap with the waypoint's Pod Security patch: <waypoint>-seccomp.
 	SeccompPatchSuffix = "-seccomp"
 	// SidecarContainer is the name of Istio's injected proxy container.
@@ -83,16 +83,19 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	default:
 		return plugin.Desired{}, fmt.Errorf("mesh.mode %q is not supported", m.Mode)
 	}
-	d.Enrolment = EnrolmentLabels
+	d.Enrolment = EnrolmentLabels()
 	return d, nil
 }
 
-// EnrolmentLabels route a namespace's traffic: when they go away or change, the runner withdraws
-// them before the policies change (see plugin.Desired.Enrolment).
-var EnrolmentLabels = []string{
-	label.IoIstioUseWaypoint.Name,
-	label.IoIstioIngressUseWaypoint.Name,
-	label.IoIstioDataplaneMode.Name,
+// EnrolmentLabels are the labels that route a namespace's traffic: when they go away or change,
+// the runner withdraws them before the policies change (see plugin.Desired.Enrolment). Each call
+// returns a new slice, so no caller can change what the plugin declares.
+func EnrolmentLabels() []string {
+	return []string{
+		label.IoIstioUseWaypoint.Name,
+		label.IoIstioIngressUseWaypoint.Name,
+		label.IoIstioDataplaneMode.Name,
+	}
 }
 
 // sidecarLabels turns on injection. With a revision, istio.io/rev selects the injector, and
@@ -271,9 +274,9 @@ func Gateway(cfg *config.Config, namespace string) *gatewayv1.Gateway {
 		Spec: gatewayv1.GatewaySpec{
 			GatewayClassName: gatewayv1.ObjectName(w.ClassName),
 			Listeners: []gatewayv1.Listener{{
-				Name:     ListenerName,
-				Port:     ListenerPort,
-				Protocol: ListenerProtocol,
+				Name:     listenerName,
+				Port:     listenerPort,
+				Protocol: listenerProtocol,
 			}},
 		},
 	}
@@ -439,20 +442,4 @@ func (p *Plugin) ProtectedPods(obs plugin.Observed) map[plugin.Ref][]string {
 		return nil
 	}
 	return map[plugin.Ref][]string{{GroupKind: istioPolicyGK, Name: owner.Name}: pods}
-}
-
-// ProgrammedGateway is the waypoint as it looks once istiod has programmed it: managed labels,
-// generation 1, Programmed=True for that generation and an address. It is for previews (render's
-// steady state) and tests; in a cluster the status comes from istiod.
-func ProgrammedGateway(cfg *config.Config, namespace string) *gatewayv1.Gateway {
-	gw := Gateway(cfg, namespace)
-	gw.Generation = 1
-	gw.Labels[plugin.ManagedByLabel] = plugin.ManagedByValue
-	gw.Labels[plugin.PluginLabel] = PluginName
-	gw.Status.Conditions = []metav1.Condition{{
-		Type: string(gatewayv1.GatewayConditionProgrammed), Status: metav1.ConditionTrue,
-		Reason: string(gatewayv1.GatewayReasonProgrammed), ObservedGeneration: 1,
-	}}
-	gw.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "waypoint." + namespace + ".svc"}}
-	return gw
 }

@@ -20,7 +20,7 @@ import (
 
 const ns = "kubeflow-user-example-com"
 
-func programmed(cfg *config.Config) *gatewayv1.Gateway { return waypoint.ProgrammedGateway(cfg, ns) }
+func programmed(cfg *config.Config) *gatewayv1.Gateway { return fixture.ProgrammedGateway(cfg, ns) }
 
 func render(t *testing.T, cfg *config.Config, observed ...client.Object) *plugin.Rendering {
 	t.Helper()

@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"sort"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 
 	"github.com/stretchr/testify/require"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"

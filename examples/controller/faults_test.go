@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 
 	"github.com/stretchr/testify/require"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"

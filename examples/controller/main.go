@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,9 +68,8 @@ func run(configPath, metricsAddr, probeAddr string, leaderElect bool, leaderID s
 		}
 		cfg = c
 	}
-	restCfg := ctrl.GetConfigOrDie()
-	// PodSecurity and other API warnings reach each Result, and the log.
-	restCfg.WarningHandlerWithContext = plugin.WarningHandler{Next: rest.WarningLogger{}}
+	// PodSecurity and other API warnings reach each Result, and controller-runtime's log.
+	restCfg := plugin.WithWarnings(ctrl.GetConfigOrDie())
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 newScheme(),

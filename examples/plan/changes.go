@@ -195,7 +195,7 @@ func foreignManagers(u *unstructured.Unstructured, key string) []string {
 		if e.Subresource != "" || e.FieldsV1 == nil || strings.HasPrefix(e.Manager, plugin.FieldManagerPrefix) {
 			continue
 		}
-		if strings.Contains(string(e.FieldsV1.Raw), `"f:`+key+`"`) && !slices.Contains(out, e.Manager) {
+		if strings.Contains(e.FieldsV1.GetRawString(), `"f:`+key+`"`) && !slices.Contains(out, e.Manager) {
 			out = append(out, e.Manager)
 		}
 	}

@@ -20,12 +20,14 @@ import (
 	"os"
 	"strings"
 
+	psaapi "k8s.io/pod-security-admission/api"
+
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
-	psaapi "k8s.io/pod-security-admission/api"
 )
 
 //go:embed profile.yaml
@@ -102,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	target := plugin.Target{Namespace: profile.Name, Owner: profile.Spec.Owner.Name, Profile: profile}
 	if *ready && cfg.Mesh.Mode == config.ModeAmbient {
-		target.Observed.Objects = append(target.Observed.Objects, waypoint.ProgrammedGateway(cfg, profile.Name))
+		target.Observed.Objects = append(target.Observed.Objects, fixture.ProgrammedGateway(cfg, profile.Name))
 	}
 	ps, err := plugins.New(cfg)
 	if err != nil {

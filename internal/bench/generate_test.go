@@ -5,6 +5,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/authz"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
@@ -13,7 +15,6 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/pss"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func modeConfig(mode config.MeshMode) *config.Config {
@@ -27,7 +28,7 @@ func target(cfg *config.Config) plugin.Target {
 	return plugin.Target{
 		Namespace: ns, Owner: "user@example.com",
 		Profile:  &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "u"}, Spec: profilev1.ProfileSpec{Owner: fixture.User("user@example.com")}},
-		Observed: plugin.Observed{Objects: []client.Object{waypoint.ProgrammedGateway(cfg, ns)}},
+		Observed: plugin.Observed{Objects: []client.Object{fixture.ProgrammedGateway(cfg, ns)}},
 	}
 }
 

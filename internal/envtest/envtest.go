@@ -8,9 +8,6 @@ package envtest
 import (
 	"context"
 	"fmt"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +15,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"

@@ -117,7 +117,7 @@ func labelOwners(entries []metav1.ManagedFieldsEntry) map[string][]string {
 				Labels map[string]any `json:"f:labels"`
 			} `json:"f:metadata"`
 		}
-		if json.Unmarshal(e.FieldsV1.Raw, &f) != nil {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &f) != nil {
 			continue
 		}
 		for k := range f.Metadata.Labels {

@@ -42,6 +42,7 @@ func (c *Config) SetDefaults() {
 	setIfEmpty(&a.ZtunnelPolicyName, DefaultZtunnelPolicyName)
 	setIfEmpty(&a.UserIDHeader, DefaultUserIDHeader)
 	setIfEmpty(&a.Contributors, ContributorsByKfam)
+	setIfNil(&a.KatibRule, true)
 	if a.HealthPaths == nil {
 		a.HealthPaths = append([]string(nil), DefaultHealthPaths...)
 	}

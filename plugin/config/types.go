@@ -141,6 +141,11 @@ type Authorization struct {
 	// OwnerPolicyName (the profiles controller, before it used this module). Without it such a
 	// policy is reported as a conflict and left alone. Default: false.
 	AdoptOwnerPolicy bool `json:"adoptOwnerPolicy,omitempty"`
+	// KatibRule adds the owner policy's rule admitting Principals.KatibController: Katib's
+	// controller calls the suggestion and early-stopping services it runs in user namespaces. The
+	// profiles controller never wrote this rule; false keeps the owner policy as it was.
+	// Default: true.
+	KatibRule *bool `json:"katibRule,omitempty"`
 }
 
 // ContributorsSource says who writes contributor policies.

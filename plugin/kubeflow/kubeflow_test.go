@@ -36,7 +36,7 @@ type controllerProfile struct {
 
 func (p *controllerProfile) DeepCopyObject() runtime.Object {
 	c := *p
-	p.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	p.DeepCopyInto(&c.ObjectMeta)
 	return &c
 }
 
