@@ -298,7 +298,9 @@ func (w *world) checkRevoked(res *plugin.Result, s snapshot) {
 			w.violate("V-REVOKE", "after a fault-free revoke the runner still owns %s=%s", key, s.labels[key])
 		}
 	}
-	if p := s.policies[ownerPolicy]; p != nil && managedByPlugin(p.Labels, "authz") {
+	if p := s.policies[ownerPolicy]; p != nil && managedByPlugin(p.Labels, "authz") && !(len(p.Spec.TargetRefs) == 0 && s.sidecarPodRuns()) {
+		// A selector-less owner policy stays while a pod with a sidecar runs: it is that pod's
+		// only ALLOW policy (plugin.PodProtector).
 		w.violate("V-REVOKE", "after a fault-free revoke the managed owner policy is still there")
 	}
 	if g := s.gateways[waypointName]; g != nil && managedByPlugin(g.Labels, "waypoint") {
@@ -347,4 +349,14 @@ func (w *world) checkFixedPoint(res *plugin.Result) {
 			}
 		}
 	}
+}
+
+// sidecarPodRuns says whether a pod with an istio-proxy container runs in the namespace.
+func (s snapshot) sidecarPodRuns() bool {
+	for _, p := range s.pods {
+		if p.sidecar {
+			return true
+		}
+	}
+	return false
 }
