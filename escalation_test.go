@@ -1,6 +1,7 @@
 package profileplugins_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -101,9 +102,14 @@ func TestHostileOwnersAreRefused(t *testing.T) {
 			require.NoError(t, err)
 			ps, err := plugins.New(config.Default())
 			require.NoError(t, err)
-			_, err = plugin.Render(plugin.NewScheme(), ps, plugin.Target{Namespace: "alice", Owner: p.Spec.Owner.Name, Profile: p})
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "spec.owner.name")
+			r, err := plugin.Render(plugin.NewScheme(), ps, plugin.Target{Namespace: "alice", Owner: p.Spec.Owner.Name, Profile: p})
+			require.NoError(t, err, "the namespace keeps its protection")
+			require.NotEmpty(t, r.Errors)
+			assert.Contains(t, errors.Join(r.Errors...).Error(), "spec.owner.name")
+			out, err := r.YAML()
+			require.NoError(t, err)
+			assert.NotContains(t, string(out), "kubeflow-userid", "no user rule while the owner is refused")
+			assert.NotContains(t, string(out), "admin@example.com")
 		})
 	}
 }

@@ -67,10 +67,21 @@ func OwnerPolicy(cfg *config.Config, namespace, owner string) (*istiosecurityv1.
 	if errs := validateUser(cfg, field.NewPath("spec", "owner", "name"), owner); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
+	pol := OwnerlessPolicy(cfg, namespace)
+	pol.Annotations[UserAnnotation] = owner
+	pol.Spec.Rules = append([]*securityv1beta1.Rule{onBehalfOfUser(cfg, owner)}, pol.Spec.Rules...)
+	return pol, nil
+}
+
+// OwnerlessPolicy is the owner policy without the owner's rule: what the namespace keeps while
+// its Profile names an owner the policy cannot carry. It still attaches to the waypoint and
+// admits the namespace itself and the platform's callers, so the namespace stays protected and
+// working for its pods; no user reaches it until the Profile's owner is valid again. Keeping the
+// previous owner's rule instead would leave access with someone the Profile no longer names.
+func OwnerlessPolicy(cfg *config.Config, namespace string) *istiosecurityv1.AuthorizationPolicy {
 	a := cfg.Authorization
-	pol := newPolicy(a.OwnerPolicyName, namespace, map[string]string{UserAnnotation: owner, RoleAnnotation: RoleAdmin})
+	pol := newPolicy(a.OwnerPolicyName, namespace, map[string]string{RoleAnnotation: RoleAdmin})
 	rules := []*securityv1beta1.Rule{
-		onBehalfOfUser(cfg, owner),
 		{When: []*securityv1beta1.Condition{{Key: "source.namespace", Values: []string{namespace}}}},
 	}
 	if len(a.HealthPaths) > 0 {
@@ -91,7 +102,7 @@ func OwnerPolicy(cfg *config.Config, namespace, owner string) (*istiosecurityv1.
 	if cfg.Mesh.Mode == config.ModeAmbient {
 		pol.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{GatewayTarget(cfg.Mesh.Waypoint.Name)}
 	}
-	return pol, nil
+	return pol
 }
 
 // ZtunnelPolicy is the ambient namespace's L4 policy: it admits the waypoint, the namespace itself

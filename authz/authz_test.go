@@ -152,9 +152,11 @@ func TestBadOwnersAreRefused(t *testing.T) {
 	}
 	for name, o := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := authz.New(config.Default()).Generate(plugin.Target{Namespace: ns, Owner: o})
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "spec.owner.name")
+			d, err := authz.New(config.Default()).Generate(plugin.Target{Namespace: ns, Owner: o})
+			require.NoError(t, err, "the namespace keeps its protection")
+			require.Len(t, d.Errors, 1)
+			assert.Contains(t, d.Errors[0].Error(), "spec.owner.name")
+			assertNoUserRule(t, d)
 		})
 	}
 }
@@ -341,4 +343,25 @@ func TestZtunnelPolicyStaysWhileAmbientIsHeld(t *testing.T) {
 		assert.Equal(t, tc.objects, names(d), "%s with %v", tc.mode, tc.obs)
 		assert.Empty(t, d.Waiting)
 	}
+}
+
+// assertNoUserRule checks the owner policy of d admits no user: what stands in while the owner is
+// refused.
+func assertNoUserRule(t *testing.T, d plugin.Desired) {
+	t.Helper()
+	for _, o := range d.Objects {
+		pol, ok := o.(*istiosecurityv1.AuthorizationPolicy)
+		if !ok || pol.Name != config.Default().Authorization.OwnerPolicyName {
+			continue
+		}
+		assert.NotContains(t, pol.Annotations, authz.UserAnnotation)
+		for _, r := range pol.Spec.Rules {
+			for _, c := range r.When {
+				assert.NotContains(t, c.Key, "request.headers", "no user may reach the namespace while its owner is refused")
+			}
+		}
+		assert.NotEmpty(t, pol.Spec.TargetRefs, "still attached to the waypoint")
+		return
+	}
+	t.Fatal("no owner policy")
 }

@@ -59,12 +59,12 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	if cfg.Mesh.Mode == config.ModeNone {
 		return d, nil
 	}
-	if err := ownerKindIsUser(t); err != nil {
-		return plugin.Desired{}, err
-	}
-	owner, err := OwnerPolicy(cfg, t.Namespace, t.Owner)
+	owner, err := ownerPolicyFor(cfg, t)
 	if err != nil {
-		return plugin.Desired{}, err
+		// A Profile edit must not take the namespace's protection down, nor leave access with
+		// the owner it no longer names: the policy stays, intact, without any user's rule.
+		d.Errors = append(d.Errors, fmt.Errorf("%w; until it is fixed the owner policy admits no user", err))
+		owner = OwnerlessPolicy(cfg, t.Namespace)
 	}
 	if cfg.Mesh.Mode == config.ModeAmbient && !ownerPolicyMayMoveToWaypoint(cfg, t) {
 		owner.Spec.TargetRefs = nil
@@ -171,6 +171,14 @@ func refusedHeaderValues(pol *istiosecurityv1.AuthorizationPolicy, key string) f
 // matches the user-id header, which names one person, so a group's name there would match a user
 // who happens to be called like the group. An empty kind counts as User: the API server refuses a
 // Profile without one (the CRD requires it), so only a Profile read from a file lacks it.
+// ownerPolicyFor is the owner policy for the Profile's owner, or the error that refuses it.
+func ownerPolicyFor(cfg *config.Config, t plugin.Target) (*istiosecurityv1.AuthorizationPolicy, error) {
+	if err := ownerKindIsUser(t); err != nil {
+		return nil, err
+	}
+	return OwnerPolicy(cfg, t.Namespace, t.Owner)
+}
+
 func ownerKindIsUser(t plugin.Target) error {
 	if t.Profile == nil {
 		return nil

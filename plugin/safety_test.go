@@ -6,6 +6,7 @@ package plugin_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -209,15 +210,30 @@ func enrolled(t *testing.T, labels map[string]string) {
 	assert.Equal(t, "true", labels[ingressUseWaypoint])
 }
 
-// An invalid Profile edit makes authz fail. Its policies still stand, so nothing is withdrawn and
-// nothing is written; before the fix the namespace left ambient and the waypoint.
+// failingAuthz is the authz plugin with a generation that fails, as a plugin fails on input it
+// cannot turn into any safe state.
+type failingAuthz struct{ plugin.Plugin }
+
+func (failingAuthz) Generate(plugin.Target) (plugin.Desired, error) {
+	return plugin.Desired{}, errors.New("cannot generate")
+}
+
+// failAuthz makes the mesh's authz plugin fail from now on.
+func (m *mesh) failAuthz() {
+	m.t.Helper()
+	r, err := plugin.NewRunner(m.c, failingAuthz{authz.New(m.cfg)}, waypoint.New(m.cfg))
+	require.NoError(m.t, err)
+	m.runner = r
+}
+
+// A plugin whose generation fails touches nothing of its own. Its policies still stand, so
+// nothing is withdrawn and nothing is written; before the fix the namespace left ambient and the
+// waypoint.
 func TestFailedPluginKeepsEnrolment(t *testing.T) {
 	m := newMesh(t)
-	m.controlledByProfile() // so an owner edit does not make the namespace someone else's
 	m.enrol()
-	p := testProfile()
-	p.Spec.Owner.Name = "alice@example.com " // trailing space: authz refuses it
-	res := m.runner.Apply(context.Background(), p)
+	m.failAuthz()
+	res := m.apply()
 	require.ErrorContains(t, res.Err(), "plugin authz")
 	enrolled(t, m.labels())
 	assert.Empty(t, m.writes, "a failed plugin must not unlabel, prune or rewrite")
@@ -225,19 +241,42 @@ func TestFailedPluginKeepsEnrolment(t *testing.T) {
 	assert.NotNil(t, m.policy(ownerName))
 }
 
+// An invalid Profile edit (the owner "alice@example.com " with a trailing space) keeps the
+// namespace enrolled and protected, and leaves access with nobody: the owner policy loses the
+// old owner's rule, and only that policy is written.
+func TestInvalidOwnerKeepsProtectionAndAdmitsNoUser(t *testing.T) {
+	m := newMesh(t)
+	m.controlledByProfile() // so an owner edit does not make the namespace someone else's
+	m.enrol()
+	p := testProfile()
+	p.Spec.Owner.Name = "alice@example.com "
+	res := m.runner.Apply(context.Background(), p)
+	require.ErrorContains(t, res.Err(), "spec.owner.name")
+	assert.False(t, res.Retryable(), "an input error")
+	enrolled(t, m.labels())
+	assert.Equal(t, []string{"apply AuthorizationPolicy/" + ownerName}, m.writes)
+	owner := m.policy(ownerName)
+	require.NotNil(t, owner)
+	assert.NotEmpty(t, owner.Spec.TargetRefs)
+	for _, r := range owner.Spec.Rules {
+		for _, c := range r.When {
+			assert.NotContains(t, c.Key, "request.headers", "no user rule while the owner is refused")
+		}
+	}
+	assert.NotNil(t, m.policy(ztunnelName))
+}
+
 // A failed plugin's object counts as what it is: once another writer changed its spec (or it is
 // gone), the routing labels that require it come off; a failed plugin cannot restore it.
 func TestFailedPluginsDamagedObjectDoesNotKeepRouting(t *testing.T) {
 	m := newMesh(t)
-	m.controlledByProfile()
 	m.enrol()
 	owner := m.policy(ownerName)
 	owner.Spec.Action = securityv1beta1.AuthorizationPolicy_AUDIT
 	require.NoError(t, m.c.Update(context.Background(), owner, client.FieldOwner("kubectl-edit")))
 
-	p := testProfile()
-	p.Spec.Owner.Name = " alice@example.com"
-	res := m.runner.Apply(context.Background(), p)
+	m.failAuthz()
+	res := m.apply()
 	require.Error(t, res.Err())
 	labels := m.labels()
 	assert.NotContains(t, labels, useWaypoint)
@@ -247,10 +286,10 @@ func TestFailedPluginsDamagedObjectDoesNotKeepRouting(t *testing.T) {
 
 	// Gone altogether: the same.
 	m2 := newMesh(t)
-	m2.controlledByProfile()
 	m2.enrol()
 	require.NoError(t, m2.c.Delete(context.Background(), m2.policy(ownerName)))
-	require.Error(t, m2.runner.Apply(context.Background(), p).Err())
+	m2.failAuthz()
+	require.Error(t, m2.apply().Err())
 	assert.NotContains(t, m2.labels(), useWaypoint)
 	assert.Equal(t, "ambient", m2.labels()[dataplaneMode])
 }

@@ -153,7 +153,13 @@ func TestRoleIsEnough(t *testing.T) {
 		return len(c) == 1 && c[0].Status == "True"
 	}, 20*time.Second, 100*time.Millisecond, "the status condition is written")
 
-	// Steady state: a resync of the Profile writes nothing.
+	// Steady state: a resync of the Profile writes nothing. First let the writes of the
+	// reconciles already queued land, so a slow machine does not count them as the resync's.
+	require.Eventually(t, func() bool {
+		n := counter.count()
+		time.Sleep(time.Second)
+		return n == counter.count()
+	}, 20*time.Second, 10*time.Millisecond, "the controller settles")
 	before := counter.count()
 	p := h.profile(ns)
 	p.Annotations = map[string]string{"touched": "yes"}

@@ -3,6 +3,7 @@ package safety
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	securityv1beta1 "istio.io/api/security/v1beta1"
@@ -194,6 +195,19 @@ func (w *world) gitopsDrop(key string) error {
 func (w *world) applyGitops() {
 	w.must(w.store.Apply(w.ctx, corev1ac.Namespace(userNS).WithLabels(w.gitopsLabels), client.FieldOwner(gitops), client.ForceOwnership))
 	w.t.Logf("  gitops applies namespace labels %s", formatLabels(w.gitopsLabels))
+	w.sanctionBeforeFirstRun()
+}
+
+// sanctionBeforeFirstRun: until the pss plugin has written any Pod Security label, whatever level
+// the namespace has is the one it had before the runner first ran, which preflight hold may keep.
+func (w *world) sanctionBeforeFirstRun() {
+	s := w.snap()
+	for key, owners := range s.labelOwners {
+		if strings.HasPrefix(key, "pod-security.kubernetes.io/") && slices.Contains(owners, "profile-plugins/pss") {
+			return
+		}
+	}
+	w.sanctioned = s.labels[labelEnforce]
 }
 
 // kubectlRemove: `kubectl label ns alice key-` removes a label whoever owns it.
@@ -205,6 +219,7 @@ func (w *world) kubectlRemove(key string) error {
 		client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"labels":{%q:null}}}`, key)),
 		client.FieldOwner(kubectlLabel)))
 	w.t.Logf("  kubectl removed label %s", key)
+	w.sanctionBeforeFirstRun()
 	return nil
 }
 

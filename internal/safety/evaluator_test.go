@@ -237,6 +237,14 @@ func wantOwner(owner string, ambient bool) map[string]any {
 		ingressPrincipal, pipelinesUI, owner, userNS, notebookPrincipal, katibPrincipal, target))
 }
 
+// wantOwnerless: the owner policy without any user's rule, which stands in while the Profile's
+// owner is refused (no user gets in; the namespace, health checks and platform callers do).
+func wantOwnerless() map[string]any {
+	m := wantOwner("", true)
+	m["rules"] = m["rules"].([]any)[1:]
+	return m
+}
+
 // wantGateway: what `istioctl waypoint generate` emits, plus the seccomp patch reference.
 func wantGateway() map[string]any {
 	return fromJSON(fmt.Sprintf(`{"gatewayClassName":"istio-waypoint",
@@ -301,6 +309,9 @@ func (s snapshot) ownerProblem(owners []string) string {
 	var wants []map[string]any
 	for _, o := range owners {
 		wants = append(wants, wantOwner(o, true))
+		if o == "" {
+			wants[len(wants)-1] = wantOwnerless()
+		}
 	}
 	return policyProblem(s.policies[ownerPolicy], "authz", wants...)
 }

@@ -121,7 +121,9 @@ func (w *world) acceptableOwners() []string {
 	if w.ownerValid() {
 		return []string{w.owner}
 	}
-	return validOwners
+	// While the Profile's owner is refused, its policy may name no user at all ("") or, when the
+	// runner could not write, still an earlier valid owner.
+	return append(slices.Clone(validOwners), "")
 }
 
 // wantEnforce is the enforce level this Profile should have: the admin's, or the Profile's own
@@ -168,8 +170,10 @@ func (w *world) checkWrite(what string, before, after snapshot) {
 		if !w.responsible(before, key) && !w.responsible(after, key) {
 			continue
 		}
-		if routeProblem(before, key, validOwners) == "" {
-			if p := routeProblem(after, key, validOwners); p != "" {
+		// A write may move the owner policy from one valid owner to another, or to no user at all.
+		owners := append(slices.Clone(validOwners), "")
+		if routeProblem(before, key, owners) == "" {
+			if p := routeProblem(after, key, owners); p != "" {
 				w.violate("W-ROUTE", "%s%s=%s but: %s", at, key, after.labels[key], p)
 			}
 		}
