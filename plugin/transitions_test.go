@@ -481,10 +481,10 @@ func TestWaypointPodsAreNotReportedAsOptedOut(t *testing.T) {
 	assert.NotContains(t, strings.Join(res.Warnings(), "\n"), "outside every data plane")
 }
 
-// While authz cannot generate (an invalid owner edit), its owner policy counts as what it is; once
-// someone removes its targetRefs (an Update, so no other manager owns a field) the waypoint has no
-// owner policy, and routing to it comes off (internal/safety F12).
-func TestDetachedOwnerPolicyOfAFailedPluginWithdrawsRouting(t *testing.T) {
+// An invalid owner edit and someone removing the owner policy's targetRefs (an Update, so no
+// other manager owns a field): the policy is put back on the waypoint, without any user's rule,
+// in the same call, so use-waypoint never routes to a waypoint without it (internal/safety F12).
+func TestDetachedOwnerPolicyIsReattachedWhileTheOwnerIsInvalid(t *testing.T) {
 	m := newMesh(t)
 	m.controlledByProfile()
 	m.enrol()
@@ -495,12 +495,8 @@ func TestDetachedOwnerPolicyOfAFailedPluginWithdrawsRouting(t *testing.T) {
 	p.Spec.Owner.Name = "alice@example.com "
 	res := m.runner.Apply(context.Background(), p)
 	require.Error(t, res.Err())
-	assert.NotContains(t, m.labels(), useWaypoint)
-	assert.NotContains(t, m.labels(), ingressUseWaypoint)
-	assert.Equal(t, "ambient", m.labels()[dataplaneMode])
-	assert.Contains(t, strings.Join(res.Waiting(), "\n"), "label istio.io/use-waypoint withheld: AuthorizationPolicy "+ownerName+" is not attached to Gateway waypoint")
-
-	require.NoError(t, m.apply().Err(), "a valid owner: the targetRefs are restored")
-	require.NoError(t, m.apply().Err())
+	got := m.policy(ownerName)
+	require.Len(t, got.Spec.TargetRefs, 1)
+	assert.Equal(t, "waypoint", got.Spec.TargetRefs[0].Name)
 	enrolled(t, m.labels())
 }

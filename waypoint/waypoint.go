@@ -138,11 +138,7 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 		p.keepInjection(t, &d)
 	}
 
-	detached := p.ownerPolicyDetached(t.Observed, gw)
-	if detached != "" {
-		d.Waiting = append(d.Waiting, detached)
-	}
-	if ready, why := Ready(t.Observed, gw); ready && serve && detached == "" {
+	if ready, why := Ready(t.Observed, gw); ready && serve {
 		d.Labels[label.IoIstioUseWaypoint.Name] = gw.Name
 		// Traffic routed to the waypoint is checked there by the owner policy only; the ztunnel
 		// policy admits the waypoint, so without the owner policy the waypoint would pass anyone.
@@ -213,21 +209,6 @@ func attached(pol *istiosecurityv1.AuthorizationPolicy, gateway string) bool {
 		}
 	}
 	return false
-}
-
-// ownerPolicyDetached says why traffic must not be routed to the waypoint although its
-// requirements may count as intact ("" when it may): the library's observed owner policy is not
-// attached to it. That happens when authz cannot generate (an invalid owner) while someone
-// removed the targetRefs: the runner then judges the policy as it is, and only its attachment
-// tells. (Another writer's policy is a conflict or an adoption, which the runner judges itself.)
-// When authz can generate, it restores the targetRefs in the same call and routing returns on the
-// next reconcile.
-func (p *Plugin) ownerPolicyDetached(obs plugin.Observed, gw *gatewayv1.Gateway) string {
-	owner, ok := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](obs, p.cfg.Authorization.OwnerPolicyName)
-	if !ok || owner.Labels[plugin.ManagedByLabel] != plugin.ManagedByValue || attached(owner, gw.Name) {
-		return ""
-	}
-	return fmt.Sprintf("label %s withheld: AuthorizationPolicy %s is not attached to Gateway %s", label.IoIstioUseWaypoint.Name, owner.Name, gw.Name)
 }
 
 // injecting says whether the namespace labels turn sidecar injection on: istio-injection=enabled,
