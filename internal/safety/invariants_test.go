@@ -302,7 +302,7 @@ func (w *world) checkRevoked(res *plugin.Result, s snapshot) {
 			w.violate("V-REVOKE", "after a fault-free revoke the runner still owns %s=%s", key, s.labels[key])
 		}
 	}
-	if p := s.policies[ownerPolicy]; p != nil && managedByPlugin(p.Labels, "authz") && !(len(p.Spec.TargetRefs) == 0 && s.sidecarPodRuns()) {
+	if p := s.policies[ownerPolicy]; p != nil && managedByPlugin(p.Labels, "authz") && (len(p.Spec.TargetRefs) > 0 || !s.sidecarPodRuns()) {
 		// A selector-less owner policy stays while a pod with a sidecar runs: it is that pod's
 		// only ALLOW policy (plugin.PodProtector).
 		w.violate("V-REVOKE", "after a fault-free revoke the managed owner policy is still there")
