@@ -100,6 +100,13 @@ func kindsAsObjects(ps []plugin.Plugin) []client.Object {
 	var out []client.Object
 	for _, p := range ps {
 		for _, l := range p.Kinds() {
+			if meta, ok := l.(*metav1.PartialObjectMetadataList); ok {
+				// A kind read as metadata only: its informer holds metadata too.
+				item := &metav1.PartialObjectMetadata{}
+				item.SetGroupVersionKind(meta.GroupVersionKind().GroupVersion().WithKind(strings.TrimSuffix(meta.Kind, "List")))
+				out = append(out, item)
+				continue
+			}
 			gvks, _, err := s.ObjectKinds(l)
 			if err != nil {
 				panic(err)
@@ -125,9 +132,17 @@ func (w *world) settle(b *testing.B) {
 			b.Fatal(err)
 		}
 		listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+		newList := func() runtime.Object {
+			if _, metadataOnly := obj.(*metav1.PartialObjectMetadata); metadataOnly {
+				l := &metav1.PartialObjectMetadataList{}
+				l.SetGroupVersionKind(listGVK)
+				return l
+			}
+			l, _ := w.scheme.New(listGVK)
+			return l
+		}
 		for {
-			direct, _ := w.scheme.New(listGVK)
-			cached, _ := w.scheme.New(listGVK)
+			direct, cached := newList(), newList()
 			if err := w.base.List(ctx, direct.(client.ObjectList)); err != nil {
 				b.Fatal(err)
 			}
