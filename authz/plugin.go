@@ -115,6 +115,11 @@ func ownerPolicyMayMoveToWaypoint(cfg *config.Config, t plugin.Target) bool {
 	if !ok || len(cur.Spec.TargetRefs) > 0 {
 		return true
 	}
+	// A namespace already routed through the waypoint needs the policy there at once: another
+	// writer took its targetRefs, and the waypoint would otherwise pass anyone.
+	if t.Observed.Labels[label.IoIstioUseWaypoint.Name] != "" || t.Observed.Labels[label.IoIstioIngressUseWaypoint.Name] != "" {
+		return true
+	}
 	z, ok := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](t.Observed, cfg.Authorization.ZtunnelPolicyName)
 	return ok && plugin.IsManagedBy(z.Labels, PluginName) &&
 		proto.Equal(&z.Spec, &ZtunnelPolicy(cfg, t.Namespace).Spec)

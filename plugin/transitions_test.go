@@ -498,5 +498,8 @@ func TestDetachedOwnerPolicyIsReattachedWhileTheOwnerIsInvalid(t *testing.T) {
 	got := m.policy(ownerName)
 	require.Len(t, got.Spec.TargetRefs, 1)
 	assert.Equal(t, "waypoint", got.Spec.TargetRefs[0].Name)
+	assert.NotContains(t, m.labels(), useWaypoint, "not routed while the observed policy was detached")
+	assert.Equal(t, "ambient", m.labels()[dataplaneMode])
+	m.runner.Apply(context.Background(), p)
 	enrolled(t, m.labels())
 }

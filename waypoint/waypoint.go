@@ -138,7 +138,11 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 		p.keepInjection(t, &d)
 	}
 
-	if ready, why := Ready(t.Observed, gw); ready && serve {
+	detached := p.ownerPolicyDetached(t.Observed, gw)
+	if detached != "" {
+		d.Waiting = append(d.Waiting, detached)
+	}
+	if ready, why := Ready(t.Observed, gw); ready && serve && detached == "" {
 		d.Labels[label.IoIstioUseWaypoint.Name] = gw.Name
 		// Traffic routed to the waypoint is checked there by the owner policy only; the ztunnel
 		// policy admits the waypoint, so without the owner policy the waypoint would pass anyone.
@@ -199,6 +203,21 @@ func (p *Plugin) waypointMayServe(obs plugin.Observed, gw *gatewayv1.Gateway) (b
 		return true, ""
 	}
 	return false, fmt.Sprintf("AuthorizationPolicy %s is attached to it", name)
+}
+
+// ownerPolicyDetached says why traffic must not be routed to the waypoint although its
+// requirements may count as intact ("" when it may): the plugins' observed owner policy is not
+// attached to it. The requirement check compares the policy with what the access plugin wants
+// now, and that may be its sidecar form for a while (a switch from sidecar mode, or another
+// writer that took its targetRefs while the ztunnel policy was damaged): only attachment tells
+// whether the waypoint would check anyone. Another writer's policy is a conflict the runner
+// judges itself; a missing one is a missing requirement.
+func (p *Plugin) ownerPolicyDetached(obs plugin.Observed, gw *gatewayv1.Gateway) string {
+	owner, ok := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](obs, p.cfg.Authorization.OwnerPolicyName)
+	if !ok || owner.Labels[plugin.ManagedByLabel] != plugin.ManagedByValue || attached(owner, gw.Name) {
+		return ""
+	}
+	return fmt.Sprintf("label %s withheld: AuthorizationPolicy %s is not attached to Gateway %s yet", label.IoIstioUseWaypoint.Name, owner.Name, gw.Name)
 }
 
 // attached says whether pol's targetRefs name the Gateway.
