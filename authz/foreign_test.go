@@ -60,3 +60,33 @@ func TestForeignAllowAllPoliciesAreNamed(t *testing.T) {
 		})
 	}
 }
+
+// A source that matches any identity but excludes or limits anything at all is no allow-all: each
+// restricting field counts on its own. Checked in sidecar mode, where L7 sources are enforced too.
+func TestForeignSourceRestrictedByAnyOneFieldIsNotAllowAll(t *testing.T) {
+	cfg := fixture.Config(t, "mesh: {mode: sidecar}\n")
+	warned := func(source string) bool {
+		pol := &istiosecurityv1.AuthorizationPolicy{}
+		require.NoError(t, yaml.UnmarshalStrict([]byte("metadata: {name: open, namespace: "+ns+"}\nspec: {rules: [{from: [{source: "+source+"}]}]}"), pol))
+		d, err := authz.New(cfg).Generate(plugin.Target{Namespace: ns, Owner: owner, Observed: plugin.Observed{Objects: []client.Object{pol}}})
+		require.NoError(t, err)
+		return strings.Contains(strings.Join(d.Warnings, "\n"), "AuthorizationPolicy open")
+	}
+	require.True(t, warned("{principals: ['*']}"), "the unrestricted source is reported")
+	for _, f := range []string{"ipBlocks", "remoteIpBlocks", "notIpBlocks", "notRemoteIpBlocks",
+		"notPrincipals", "notNamespaces", "notRequestPrincipals", "notServiceAccounts"} {
+		value := "[x]"
+		if strings.Contains(strings.ToLower(f), "ipblocks") {
+			value = "['10.0.0.0/8']"
+		}
+		assert.False(t, warned("{principals: ['*'], "+f+": "+value+"}"), f)
+	}
+	for _, f := range []string{"principals", "namespaces", "requestPrincipals", "serviceAccounts"} {
+		assert.True(t, warned("{"+f+": ['*']}"), "%s: ['*'] admits every caller", f)
+		other := "namespaces: [monitoring]"
+		if f == "namespaces" {
+			other = "principals: [cluster.local/ns/monitoring/sa/prometheus]"
+		}
+		assert.False(t, warned("{"+f+": ['*'], "+other+"}"), "%s: ['*'] with a named peer", f)
+	}
+}
