@@ -41,6 +41,16 @@ func TestForeignAllowAllPoliciesAreNamed(t *testing.T) {
 		{name: "dry-run", meta: ", annotations: {istio.io/dry-run: 'true'}", policy: "spec: {rules: [{}]}"},
 		{name: "deny", policy: "spec: {action: DENY, rules: [{}]}"},
 		{name: "allow nothing", policy: "spec: {}"},
+		{name: "ambient, namespace-wide voids the ztunnel policy", policy: "spec: {rules: [{}]}", want: "so ns-owner-access-istio-ztunnel restricts nothing"},
+		{name: "ambient, at the waypoint voids the owner policy", policy: "spec: {targetRefs: [{kind: Service, name: app}], rules: [{}]}", want: "so ns-owner-access-istio restricts nothing"},
+		{name: "sidecar, namespace-wide voids the owner policy", config: "mesh: {mode: sidecar}\n", policy: "spec: {rules: [{}]}", want: "so ns-owner-access-istio restricts nothing"},
+		{name: "sidecar, an L7 rule is enforced by the sidecar", config: "mesh: {mode: sidecar}\n", policy: "spec: {rules: [{to: [{operation: {paths: ['/']}}]}]}", want: "at every sidecar"},
+		{name: "ambient, the deprecated targetRef", policy: "spec: {targetRef: {kind: Service, name: app}, rules: [{}]}", want: "at the waypoint"},
+		{name: "ambient, a Gateway of another group", policy: "spec: {targetRefs: [{group: networking.istio.io, kind: Gateway, name: waypoint}], rules: [{}]}"},
+		{name: "ambient, a Service of another group", policy: "spec: {targetRefs: [{group: example.com, kind: Service, name: app}], rules: [{}]}"},
+		{name: "ambient, another kind named like the waypoint", policy: "spec: {targetRefs: [{group: gateway.networking.k8s.io, kind: GatewayClass, name: waypoint}], rules: [{}]}"},
+		{name: "not in dry-run", meta: ", annotations: {istio.io/dry-run: 'false'}", policy: "spec: {rules: [{}]}", want: "at ztunnel"},
+		{name: "unreadable dry-run is enforced", meta: ", annotations: {istio.io/dry-run: 'maybe'}", policy: "spec: {rules: [{}]}", want: "at ztunnel"},
 		{name: "the plugin's own", meta: ", labels: {app.kubernetes.io/managed-by: profile-plugins, profile-plugins.kubeflow-ambient.io/plugin: authz}", policy: "spec: {rules: [{}]}"},
 	}
 	for _, tc := range cases {
