@@ -2,10 +2,12 @@ package config_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	psaapi "k8s.io/pod-security-admission/api"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
@@ -36,4 +38,35 @@ func TestNamespaceSelectorOverrideIsValid(t *testing.T) {
 	assert.Equal(t, psaapi.LevelPrivileged, o.MinimumEnforce)
 	assert.Equal(t, map[string]string{"example.com/tier": "gpu"}, o.NamespaceSelector.MatchLabels)
 	assert.Empty(t, o.Profiles)
+}
+
+// A SPIFFE trust domain is at most 255 characters.
+func TestTrustDomainLength(t *testing.T) {
+	path := field.NewPath("mesh", "trustDomain")
+	longest := strings.Repeat("a", 255)
+	assert.Empty(t, config.ValidateTrustDomain(path, longest))
+	errs := config.ValidateTrustDomain(path, "a"+longest)
+	if assert.Len(t, errs, 1) {
+		assert.Contains(t, errs[0].Error(), "mesh.trustDomain")
+	}
+}
+
+// Each part of a principal is checked, and the error says which.
+func TestPrincipalParts(t *testing.T) {
+	path := field.NewPath("p")
+	assert.Empty(t, config.ValidatePrincipal(path, "cluster.local/ns/kubeflow/sa/ml-pipeline-ui"))
+	for p, want := range map[string]string{
+		"cluster.local/ns/kubeflow/sa/Bad_SA":         "service account",
+		"cluster.local/ns/Kubeflow/sa/ui":             "namespace",
+		"Cluster.Local/ns/kubeflow/sa/ui":             "trust domain",
+		"cluster.local/namespace/kubeflow/sa/":        "must look like",
+		"cluster.local/ns/kubeflow/serviceaccount/ui": "must look like",
+		"cluster.local/ns/kubeflow/sa/ui/x":           "must look like",
+	} {
+		errs := config.ValidatePrincipal(path, p)
+		if assert.Len(t, errs, 1, p) {
+			assert.Contains(t, errs[0].Error(), want, p)
+			assert.Contains(t, errs[0].Error(), `"`+p+`"`, p)
+		}
+	}
 }
