@@ -79,6 +79,14 @@ func TestForeignSpecFields(t *testing.T) {
 			entry("broken", update, "", `{not json`),
 			entry("nothing", update, "", ""),
 		}, map[string][]string{}},
+		// Objects the plugin has not applied (yet): a same-named object of another writer, and one
+		// that only the plugin's restoring Update wrote.
+		{"only another writer's apply", []metav1.ManagedFieldsEntry{
+			entry("gitops", apply, "", `{"f:spec":{"f:action":{}}}`),
+		}, map[string][]string{"gitops": {"spec.action"}}},
+		{"only our own update", []metav1.ManagedFieldsEntry{
+			entry(mine, update, "", `{"f:spec":{"f:targetRefs":{}}}`),
+		}, map[string][]string{mine: {"spec.targetRefs"}}},
 		{"keyed list items", []metav1.ManagedFieldsEntry{
 			entry(mine, apply, "", `{"f:spec":{"f:listeners":{"k:{\"name\":\"mesh\"}":{".":{},"f:port":{}}}}}`),
 			entry("kubectl-edit", update, "", `{"f:spec":{"f:listeners":{"k:{\"name\":\"open\"}":{".":{},"f:port":{}}}}}`),
