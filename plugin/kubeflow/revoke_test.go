@@ -22,7 +22,9 @@ import (
 func TestRevokeReturnsAnAPIFailure(t *testing.T) {
 	down := apierrors.NewServiceUnavailable("the API server is down")
 	c := fake.NewClientBuilder().WithScheme(controllerScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
-		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error { return down },
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return down
+		},
 	}).Build()
 	runner, err := profileplugins.NewRunner(c, profileplugins.DefaultConfig())
 	require.NoError(t, err)
