@@ -290,3 +290,25 @@ func TestForeignWildcardContributorPoliciesOfEitherRole(t *testing.T) {
 		})
 	}
 }
+
+// Several foreign wildcard policies give one error each, in the same order whatever order the
+// cache returns them in.
+func TestForeignWildcardContributorPoliciesAreSorted(t *testing.T) {
+	cfg := config.Default()
+	cfg.Mesh.Mode = config.ModeSidecar
+	var pols []client.Object
+	for _, name := range []string{"user-c-clusterrole-edit", "user-a-clusterrole-edit", "user-b-clusterrole-view"} {
+		pol, err := authz.ContributorPolicy(config.Default(), ns, "placeholder@example.com", "edit")
+		require.NoError(t, err)
+		pol.Name, pol.Spec.TargetRefs = name, nil
+		pol.Annotations = map[string]string{"user": "*", "role": "edit"}
+		pol.Spec.Rules[0].When[0].Values = []string{"*"}
+		pols = append(pols, pol)
+	}
+	d, err := authz.New(cfg).Generate(profileTarget(rbacv1.UserKind, owner, pols...))
+	require.NoError(t, err)
+	require.Len(t, d.Errors, 3)
+	for i, name := range []string{"user-a-clusterrole-edit", "user-b-clusterrole-view", "user-c-clusterrole-edit"} {
+		assert.Contains(t, d.Errors[i].Error(), "AuthorizationPolicy "+name+" ")
+	}
+}
