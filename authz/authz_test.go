@@ -365,3 +365,23 @@ func assertNoUserRule(t *testing.T, d plugin.Desired) {
 	}
 	t.Fatal("no owner policy")
 }
+
+// In the runner, RoleBindings arrive as metadata (RoleBindingMetadataList): those grant
+// contributors, and metadata of any other kind with kfam's annotations does not.
+func TestContributorsFromRoleBindingMetadataOnly(t *testing.T) {
+	cfg := fixture.Config(t, "authorization: {contributors: plugin}\n")
+	asMetadata := func(b *rbacv1.RoleBinding, kind string) *metav1.PartialObjectMetadata {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: b.ObjectMeta}
+		m.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind(kind))
+		return m
+	}
+	carol := asMetadata(kfamBinding("carol@example.com", "edit"), "RoleBinding")
+	dave := asMetadata(kfamBinding("dave@example.com", "edit"), "ClusterRoleBinding")
+	d, err := authz.New(cfg).Generate(plugin.Target{Namespace: ns, Owner: owner, Observed: plugin.Observed{Objects: []client.Object{carol, dave}}})
+	require.NoError(t, err)
+	var names []string
+	for _, o := range d.Objects {
+		names = append(names, o.GetName())
+	}
+	assert.Equal(t, []string{"ns-owner-access-istio", "ns-owner-access-istio-ztunnel", "user-carol-example-com-clusterrole-edit"}, names)
+}

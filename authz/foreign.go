@@ -26,37 +26,14 @@ import (
 //
 // The plugin does not own such a policy and leaves it alone; the warning names it.
 func foreignAllowAll(cfg *config.Config, obs plugin.Observed) []string {
-	a := cfg.Authorization
 	var out []string
 	for _, o := range obs.Objects {
 		pol, ok := o.(*istiosecurityv1.AuthorizationPolicy)
 		if !ok || plugin.IsManagedBy(pol.Labels, PluginName) || !enforcedAllow(pol) {
 			continue
 		}
-		var where, voided string
-		refs := pol.Spec.GetTargetRefs()
-		if r := pol.Spec.GetTargetRef(); r != nil {
-			refs = append(refs, r)
-		}
-		switch {
-		case pol.Spec.GetSelector() != nil:
-			continue // it opens the pods it selects; not the namespace-wide guarantee
-		case len(refs) == 0 && cfg.Mesh.Mode == config.ModeAmbient:
-			where, voided = "at ztunnel (it has no selector or targetRefs)", a.ZtunnelPolicyName
-			if !admitsEveryCaller(pol.Spec.GetRules(), true) {
-				continue
-			}
-		case len(refs) == 0:
-			where, voided = "at every sidecar (it has no selector or targetRefs)", a.OwnerPolicyName
-			if !admitsEveryCaller(pol.Spec.GetRules(), false) {
-				continue
-			}
-		case cfg.Mesh.Mode == config.ModeAmbient && atWaypoint(cfg, refs):
-			where, voided = "at the waypoint (through its targetRefs)", a.OwnerPolicyName
-			if !admitsEveryCaller(pol.Spec.GetRules(), false) {
-				continue
-			}
-		default:
+		where, voided, l4, voids := placement(cfg, pol)
+		if !voids || !admitsEveryCaller(pol.Spec.GetRules(), l4) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("AuthorizationPolicy %s (not made by this plugin) admits every caller %s: ALLOW policies add up, "+
@@ -64,6 +41,32 @@ func foreignAllowAll(cfg *config.Config, obs plugin.Observed) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// placement says where Istio enforces a foreign policy next to the plugin's policies and which of
+// them it can void there, and whether that place is ztunnel (l4); voids is false where it is enforced
+// next to none of them. A policy with a selector opens only the pods it selects, which is not the
+// namespace-wide guarantee.
+func placement(cfg *config.Config, pol *istiosecurityv1.AuthorizationPolicy) (where, voided string, l4, voids bool) {
+	a := cfg.Authorization
+	if pol.Spec.GetSelector() != nil {
+		return "", "", false, false
+	}
+	refs := pol.Spec.GetTargetRefs()
+	if r := pol.Spec.GetTargetRef(); r != nil {
+		refs = append(refs, r)
+	}
+	ambient := cfg.Mesh.Mode == config.ModeAmbient
+	if len(refs) == 0 && ambient {
+		return "at ztunnel (it has no selector or targetRefs)", a.ZtunnelPolicyName, true, true
+	}
+	if len(refs) == 0 {
+		return "at every sidecar (it has no selector or targetRefs)", a.OwnerPolicyName, false, true
+	}
+	if ambient && atWaypoint(cfg, refs) {
+		return "at the waypoint (through its targetRefs)", a.OwnerPolicyName, false, true
+	}
+	return "", "", false, false
 }
 
 // enforcedAllow says whether pol is an ALLOW policy Istio enforces (not in dry-run).
@@ -79,10 +82,10 @@ func enforcedAllow(pol *istiosecurityv1.AuthorizationPolicy) bool {
 // Gateway itself, or a Service, whose policies the waypoint enforces for that Service.
 func atWaypoint(cfg *config.Config, refs []*typev1beta1.PolicyTargetReference) bool {
 	for _, r := range refs {
-		switch {
-		case r.GetKind() == "Gateway" && r.GetGroup() == gatewayv1.GroupName && r.GetName() == cfg.Mesh.Waypoint.Name:
+		if r.GetKind() == "Gateway" && r.GetGroup() == gatewayv1.GroupName && r.GetName() == cfg.Mesh.Waypoint.Name {
 			return true
-		case r.GetKind() == "Service" && r.GetGroup() == "":
+		}
+		if r.GetKind() == "Service" && r.GetGroup() == "" {
 			return true
 		}
 	}

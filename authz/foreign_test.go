@@ -41,6 +41,16 @@ func TestForeignAllowAllPoliciesAreNamed(t *testing.T) {
 		{name: "dry-run", meta: ", annotations: {istio.io/dry-run: 'true'}", policy: "spec: {rules: [{}]}"},
 		{name: "deny", policy: "spec: {action: DENY, rules: [{}]}"},
 		{name: "allow nothing", policy: "spec: {}"},
+		{name: "ambient, namespace-wide voids the ztunnel policy", policy: "spec: {rules: [{}]}", want: "so ns-owner-access-istio-ztunnel restricts nothing"},
+		{name: "ambient, at the waypoint voids the owner policy", policy: "spec: {targetRefs: [{kind: Service, name: app}], rules: [{}]}", want: "so ns-owner-access-istio restricts nothing"},
+		{name: "sidecar, namespace-wide voids the owner policy", config: "mesh: {mode: sidecar}\n", policy: "spec: {rules: [{}]}", want: "so ns-owner-access-istio restricts nothing"},
+		{name: "sidecar, an L7 rule is enforced by the sidecar", config: "mesh: {mode: sidecar}\n", policy: "spec: {rules: [{to: [{operation: {paths: ['/']}}]}]}", want: "at every sidecar"},
+		{name: "ambient, the deprecated targetRef", policy: "spec: {targetRef: {kind: Service, name: app}, rules: [{}]}", want: "at the waypoint"},
+		{name: "ambient, a Gateway of another group", policy: "spec: {targetRefs: [{group: networking.istio.io, kind: Gateway, name: waypoint}], rules: [{}]}"},
+		{name: "ambient, a Service of another group", policy: "spec: {targetRefs: [{group: example.com, kind: Service, name: app}], rules: [{}]}"},
+		{name: "ambient, another kind named like the waypoint", policy: "spec: {targetRefs: [{group: gateway.networking.k8s.io, kind: GatewayClass, name: waypoint}], rules: [{}]}"},
+		{name: "not in dry-run", meta: ", annotations: {istio.io/dry-run: 'false'}", policy: "spec: {rules: [{}]}", want: "at ztunnel"},
+		{name: "unreadable dry-run is enforced", meta: ", annotations: {istio.io/dry-run: 'maybe'}", policy: "spec: {rules: [{}]}", want: "at ztunnel"},
 		{name: "the plugin's own", meta: ", labels: {app.kubernetes.io/managed-by: profile-plugins, profile-plugins.kubeflow-ambient.io/plugin: authz}", policy: "spec: {rules: [{}]}"},
 	}
 	for _, tc := range cases {
@@ -58,5 +68,35 @@ func TestForeignAllowAllPoliciesAreNamed(t *testing.T) {
 			assert.Contains(t, all, "AuthorizationPolicy open (not made by this plugin)")
 			assert.Contains(t, all, tc.want)
 		})
+	}
+}
+
+// A source that matches any identity but excludes or limits anything at all is no allow-all: each
+// restricting field counts on its own. Checked in sidecar mode, where L7 sources are enforced too.
+func TestForeignSourceRestrictedByAnyOneFieldIsNotAllowAll(t *testing.T) {
+	cfg := fixture.Config(t, "mesh: {mode: sidecar}\n")
+	warned := func(source string) bool {
+		pol := &istiosecurityv1.AuthorizationPolicy{}
+		require.NoError(t, yaml.UnmarshalStrict([]byte("metadata: {name: open, namespace: "+ns+"}\nspec: {rules: [{from: [{source: "+source+"}]}]}"), pol))
+		d, err := authz.New(cfg).Generate(plugin.Target{Namespace: ns, Owner: owner, Observed: plugin.Observed{Objects: []client.Object{pol}}})
+		require.NoError(t, err)
+		return strings.Contains(strings.Join(d.Warnings, "\n"), "AuthorizationPolicy open")
+	}
+	require.True(t, warned("{principals: ['*']}"), "the unrestricted source is reported")
+	for _, f := range []string{"ipBlocks", "remoteIpBlocks", "notIpBlocks", "notRemoteIpBlocks",
+		"notPrincipals", "notNamespaces", "notRequestPrincipals", "notServiceAccounts"} {
+		value := "[x]"
+		if strings.Contains(strings.ToLower(f), "ipblocks") {
+			value = "['10.0.0.0/8']"
+		}
+		assert.False(t, warned("{principals: ['*'], "+f+": "+value+"}"), f)
+	}
+	for _, f := range []string{"principals", "namespaces", "requestPrincipals", "serviceAccounts"} {
+		assert.True(t, warned("{"+f+": ['*']}"), "%s: ['*'] admits every caller", f)
+		other := "namespaces: [monitoring]"
+		if f == "namespaces" {
+			other = "principals: [cluster.local/ns/monitoring/sa/prometheus]"
+		}
+		assert.False(t, warned("{"+f+": ['*'], "+other+"}"), "%s: ['*'] with a named peer", f)
 	}
 }

@@ -274,3 +274,49 @@ func TestForeignWildcardContributorPoliciesAreReported(t *testing.T) {
 			d.Errors[0].Error())
 	}
 }
+
+// Both contributor roles kfam writes are checked; a policy with another role (the owner's, or one
+// an admin wrote by hand) is not a contributor's and is not this check's concern.
+func TestForeignWildcardContributorPoliciesOfEitherRole(t *testing.T) {
+	cfg := config.Default()
+	cfg.Mesh.Mode = config.ModeSidecar
+	for role, reported := range map[string]bool{"edit": true, "view": true, "admin": false, "": false} {
+		t.Run(role, func(t *testing.T) {
+			pol, err := authz.ContributorPolicy(config.Default(), ns, "placeholder@example.com", "edit")
+			require.NoError(t, err)
+			pol.Name, pol.Spec.TargetRefs = "user-clusterrole-"+role, nil
+			pol.Annotations = map[string]string{"user": "*", "role": role}
+			pol.Spec.Rules[0].When[0].Values = []string{"*"}
+			d, err := authz.New(cfg).Generate(profileTarget(rbacv1.UserKind, owner, pol))
+			require.NoError(t, err)
+			if !reported {
+				assert.Empty(t, d.Errors)
+				return
+			}
+			require.Len(t, d.Errors, 1)
+			assert.Contains(t, d.Errors[0].Error(), "AuthorizationPolicy user-clusterrole-"+role+" (not made by this plugin")
+		})
+	}
+}
+
+// Several foreign wildcard policies give one error each, in the same order whatever order the
+// cache returns them in.
+func TestForeignWildcardContributorPoliciesAreSorted(t *testing.T) {
+	cfg := config.Default()
+	cfg.Mesh.Mode = config.ModeSidecar
+	var pols []client.Object
+	for _, name := range []string{"user-c-clusterrole-edit", "user-a-clusterrole-edit", "user-b-clusterrole-view"} {
+		pol, err := authz.ContributorPolicy(config.Default(), ns, "placeholder@example.com", "edit")
+		require.NoError(t, err)
+		pol.Name, pol.Spec.TargetRefs = name, nil
+		pol.Annotations = map[string]string{"user": "*", "role": "edit"}
+		pol.Spec.Rules[0].When[0].Values = []string{"*"}
+		pols = append(pols, pol)
+	}
+	d, err := authz.New(cfg).Generate(profileTarget(rbacv1.UserKind, owner, pols...))
+	require.NoError(t, err)
+	require.Len(t, d.Errors, 3)
+	for i, name := range []string{"user-a-clusterrole-edit", "user-b-clusterrole-view", "user-c-clusterrole-edit"} {
+		assert.Contains(t, d.Errors[i].Error(), "AuthorizationPolicy "+name+" ")
+	}
+}

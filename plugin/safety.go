@@ -80,10 +80,10 @@ func (pr protections) gapsSoFar(refs []Ref) []string {
 // unwanted says why an object that no plugin generated in this run does not protect.
 func (pr protections) unwanted(ref Ref) string {
 	cur := findObservedRef(pr.obs, ref)
-	switch {
-	case cur == nil:
+	if cur == nil {
 		return "does not exist"
-	case cur.GetLabels()[ManagedByLabel] != ManagedByValue:
+	}
+	if cur.GetLabels()[ManagedByLabel] != ManagedByValue {
 		return "exists and was made by " + (&ConflictError{ManagedBy: managedBy(cur.GetLabels())}).who()
 	}
 	return "is no longer wanted by plugin " + cur.GetLabels()[PluginLabel]

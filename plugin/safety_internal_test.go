@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -79,6 +80,14 @@ func TestForeignSpecFields(t *testing.T) {
 			entry("broken", update, "", `{not json`),
 			entry("nothing", update, "", ""),
 		}, map[string][]string{}},
+		// Objects the plugin has not applied (yet): a same-named object of another writer, and one
+		// that only the plugin's restoring Update wrote.
+		{"only another writer's apply", []metav1.ManagedFieldsEntry{
+			entry("gitops", apply, "", `{"f:spec":{"f:action":{}}}`),
+		}, map[string][]string{"gitops": {"spec.action"}}},
+		{"only our own update", []metav1.ManagedFieldsEntry{
+			entry(mine, update, "", `{"f:spec":{"f:targetRefs":{}}}`),
+		}, map[string][]string{mine: {"spec.targetRefs"}}},
 		{"keyed list items", []metav1.ManagedFieldsEntry{
 			entry(mine, apply, "", `{"f:spec":{"f:listeners":{"k:{\"name\":\"mesh\"}":{".":{},"f:port":{}}}}}`),
 			entry("kubectl-edit", update, "", `{"f:spec":{"f:listeners":{"k:{\"name\":\"open\"}":{".":{},"f:port":{}}}}}`),
@@ -153,6 +162,16 @@ func TestRestoredBody(t *testing.T) {
 	assert.NotContains(t, u.Object, "spec")
 	assert.Len(t, u.GetOwnerReferences(), 1)
 	assert.Equal(t, map[string]string{ManagedByLabel: ManagedByValue}, u.GetLabels())
+
+	// Another writer's owner is kept, and ours is added next to it.
+	cur.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Thing", Name: "t", UID: "other"}}
+	u, err = restoredBody(cur, desired)
+	require.NoError(t, err)
+	var uids []types.UID
+	for _, o := range u.GetOwnerReferences() {
+		uids = append(uids, o.UID)
+	}
+	assert.Equal(t, []types.UID{"other", "p1"}, uids)
 }
 
 func TestToMapStatesTheZeroEnum(t *testing.T) {

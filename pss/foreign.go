@@ -76,8 +76,12 @@ func otherWriters(obs plugin.Observed, key string) (string, bool) {
 // stricter reports whether a is stricter than b: a stricter level, or the same level checked by
 // a newer version (latest is the newest), which has more checks.
 func stricter(a, b config.LevelVersion) bool {
-	if c := psaapi.CompareLevels(a.Level, b.Level); c != 0 {
-		return c > 0
+	c := psaapi.CompareLevels(a.Level, b.Level)
+	if c > 0 {
+		return true
+	}
+	if c < 0 {
+		return false
 	}
 	va, errA := psaapi.ParseVersion(a.Version)
 	vb, errB := psaapi.ParseVersion(b.Version)

@@ -130,34 +130,49 @@ func (p *Plugin) profileChoice(t plugin.Target, want map[string]config.LevelVers
 			continue
 		}
 		admin := want[c.name]
-		switch {
-		case psaapi.CompareLevels(asked, admin.Level) >= 0:
-			if c.name == "enforce" && asked != psaapi.LevelPrivileged && p.cfg.Mesh.Mode == config.ModeSidecar && !*p.cfg.Mesh.IstioCNI {
-				refuse(path, c.asked, "sidecar injection without istio-cni needs NET_ADMIN and NET_RAW, which this level forbids; enforce stays "+string(admin.Level))
-				continue
-			}
-			if c.name == "enforce" && asked == psaapi.LevelRestricted && p.waypointNeedsSeccompPatch() {
-				refuse(path, c.asked, "without mesh.waypoint.seccompPatch the waypoint pod has no seccompProfile, which this level requires, "+
-					"so the namespace would wait for its waypoint forever; enforce stays "+string(admin.Level))
-				continue
-			}
-		case c.name != "enforce":
-			refuse(path, c.asked, fmt.Sprintf("%s may be tightened but never loosened below the admin's %q", c.name, admin.Level))
+		if why := p.refusal(t, c.name, asked, admin.Level); why != "" {
+			refuse(path, c.asked, why)
 			continue
-		default:
-			min, ok := p.loosestAllowed(t)
-			if !ok {
-				refuse(path, c.asked, fmt.Sprintf("looser than the admin's %q and no podSecurity.overrides entry matches this profile; enforce stays %s", admin.Level, admin.Level))
-				continue
-			}
-			if psaapi.CompareLevels(asked, min) < 0 {
-				refuse(path, c.asked, fmt.Sprintf("podSecurity.overrides allow this profile down to %q only; enforce stays %s", min, admin.Level))
-				continue
-			}
 		}
 		want[c.name] = config.LevelVersion{Level: asked, Version: admin.Version}
 	}
 	return errs
+}
+
+// refusal says why the configuration refuses the level a Profile asks for in mode, or "" when it
+// allows it: any mode may be tightened where the mesh can run at the new level, and only enforce
+// may be loosened, down to what a matching podSecurity.overrides entry allows.
+func (p *Plugin) refusal(t plugin.Target, mode string, asked, admin psaapi.Level) string {
+	if psaapi.CompareLevels(asked, admin) >= 0 {
+		return p.tighteningRefusal(mode, asked, admin)
+	}
+	if mode != "enforce" {
+		return fmt.Sprintf("%s may be tightened but never loosened below the admin's %q", mode, admin)
+	}
+	min, ok := p.loosestAllowed(t)
+	if !ok {
+		return fmt.Sprintf("looser than the admin's %q and no podSecurity.overrides entry matches this profile; enforce stays %s", admin, admin)
+	}
+	if psaapi.CompareLevels(asked, min) < 0 {
+		return fmt.Sprintf("podSecurity.overrides allow this profile down to %q only; enforce stays %s", min, admin)
+	}
+	return ""
+}
+
+// tighteningRefusal says why an enforce level at least as strict as the admin's would stop the
+// mesh's own pods from starting, or "".
+func (p *Plugin) tighteningRefusal(mode string, asked, admin psaapi.Level) string {
+	if mode != "enforce" {
+		return ""
+	}
+	if asked != psaapi.LevelPrivileged && p.cfg.Mesh.Mode == config.ModeSidecar && !*p.cfg.Mesh.IstioCNI {
+		return "sidecar injection without istio-cni needs NET_ADMIN and NET_RAW, which this level forbids; enforce stays " + string(admin)
+	}
+	if asked == psaapi.LevelRestricted && p.waypointNeedsSeccompPatch() {
+		return "without mesh.waypoint.seccompPatch the waypoint pod has no seccompProfile, which this level requires, " +
+			"so the namespace would wait for its waypoint forever; enforce stays " + string(admin)
+	}
+	return ""
 }
 
 // waypointNeedsSeccompPatch says whether Pod Security "restricted" would refuse the waypoint pod:
@@ -169,17 +184,16 @@ func (p *Plugin) waypointNeedsSeccompPatch() bool {
 
 // loosestAllowed is the loosest enforce level any matching override grants the target.
 func (p *Plugin) loosestAllowed(t plugin.Target) (psaapi.Level, bool) {
-	var best psaapi.Level
-	found := false
+	var allowed []psaapi.Level
 	for _, o := range p.cfg.PodSecurity.Overrides {
-		if !matches(o, t) {
-			continue
-		}
-		if !found || psaapi.CompareLevels(o.MinimumEnforce, best) < 0 {
-			best, found = o.MinimumEnforce, true
+		if matches(o, t) {
+			allowed = append(allowed, o.MinimumEnforce)
 		}
 	}
-	return best, found
+	if len(allowed) == 0 {
+		return "", false
+	}
+	return slices.MinFunc(allowed, psaapi.CompareLevels), true
 }
 
 // matches reads the namespace's labels only. Profile names never match, even in a configuration

@@ -214,3 +214,20 @@ func TestSharedWaypointIsRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "mesh.waypoint.namespace")
 	golden.Assert(t, "waypoint/shared-waypoint-error.txt", []byte(err.Error()+"\n"))
 }
+
+// Without a pod that runs a sidecar there is nothing to restart, and no warning says there is.
+func TestNoSidecarWarningWithoutSidecarPods(t *testing.T) {
+	cfg := config.Default()
+	for name, pods := range map[string][]corev1.Pod{
+		"no pods":    nil,
+		"clean pods": {{ObjectMeta: metav1.ObjectMeta{Name: "clean"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "notebook"}}}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, err := waypoint.New(cfg).Generate(plugin.Target{Namespace: ns, Observed: plugin.Observed{Pods: pods}})
+			require.NoError(t, err)
+			for _, w := range d.Warnings {
+				assert.NotContains(t, w, "sidecar")
+			}
+		})
+	}
+}

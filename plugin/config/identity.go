@@ -59,22 +59,28 @@ func ValidateIdentity(path *field.Path, v string) field.ErrorList {
 	return nil
 }
 
-// refusedRune says why r may not be part of an identity, or "" when it may.
+// refusedRune says why r may not be part of an identity, or "" when it may. The checks are ifs in
+// order, not switch cases, so that mutation testing (make mutate) sees and tests each condition.
 func refusedRune(r rune) string {
-	switch {
-	case r == ' ':
-		return ""
-	case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+	if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
 		return "a control character (CR or LF would split the header)"
-	case r == ',':
+	}
+	if r == ' ' {
+		return ""
+	}
+	if r == ',' {
 		return "a comma (header values are joined with commas)"
-	case unicode.Is(unicode.Cf, r):
+	}
+	if unicode.Is(unicode.Cf, r) {
 		return "an invisible format character, which makes a look-alike of another user id"
-	case unicode.IsSpace(r):
+	}
+	if unicode.IsSpace(r) {
 		return "white space other than the ASCII space, which makes a look-alike of another user id"
-	case unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r), unicode.Is(unicode.Variation_Selector, r), r == '\u2800':
+	}
+	if unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || unicode.Is(unicode.Variation_Selector, r) || r == '\u2800' {
 		return "a character that is not displayed, which makes a look-alike of another user id"
-	case !unicode.IsGraphic(r):
+	}
+	if !unicode.IsGraphic(r) {
 		return "an unassigned, private-use or separator code point, which no one can read"
 	}
 	return ""
@@ -84,13 +90,14 @@ func refusedRune(r rune) string {
 // inside v is matched literally.
 func wildcardMeaning(v string) string {
 	const fix = "; an identity must name exactly one caller"
-	switch {
-	case v == "*":
+	if v == "*" {
 		return `Istio reads "*" as "any value": it would match every caller` + fix
-	case strings.HasPrefix(v, "*"):
-		return fmt.Sprintf("Istio reads a leading '*' as a suffix match: it would match every value ending in %q%s", v[1:], fix)
-	case strings.HasSuffix(v, "*"):
-		return fmt.Sprintf("Istio reads a trailing '*' as a prefix match: it would match every value starting with %q%s", v[:len(v)-1], fix)
+	}
+	if rest, ok := strings.CutPrefix(v, "*"); ok {
+		return fmt.Sprintf("Istio reads a leading '*' as a suffix match: it would match every value ending in %q%s", rest, fix)
+	}
+	if rest, ok := strings.CutSuffix(v, "*"); ok {
+		return fmt.Sprintf("Istio reads a trailing '*' as a prefix match: it would match every value starting with %q%s", rest, fix)
 	}
 	return ""
 }

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
@@ -47,5 +48,5 @@ func Parse(data []byte) (*Config, error) {
 }
 
 func sortByField(errs field.ErrorList) {
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
+	slices.SortStableFunc(errs, func(a, b *field.Error) int { return strings.Compare(a.Field, b.Field) })
 }

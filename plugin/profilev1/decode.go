@@ -62,16 +62,13 @@ func decodeStrict(data []byte, into any, prefix *field.Path) error {
 	if err != nil {
 		return where(err)
 	}
-	if len(strictErrs) > 0 {
-		// sigs.k8s.io/json words these as `unknown field "a.b"`; prefix them with where the
-		// document sits.
-		errs := make([]error, 0, len(strictErrs))
-		for _, e := range strictErrs {
-			errs = append(errs, where(e))
-		}
-		return errors.Join(errs...)
+	// sigs.k8s.io/json words these as `unknown field "a.b"`; prefix them with where the document
+	// sits. errors.Join of none is nil.
+	errs := make([]error, 0, len(strictErrs))
+	for _, e := range strictErrs {
+		errs = append(errs, where(e))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // ParseYAML decodes one Profile from YAML or JSON, strictly: unknown fields are errors naming
