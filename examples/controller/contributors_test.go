@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -18,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubeflow-ambient/profile-plugins/authz"
@@ -105,26 +102,15 @@ func kfamRoleBinding(ns, user, role string) *rbacv1.RoleBinding {
 // event. A wildcard contributor gets no policy and an error in the condition and the events.
 func TestContributorBindingsConvergeThroughTheWatch(t *testing.T) {
 	env := envtest.Start(t)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     envtest.NewScheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptrTo(true)},
-	})
-	require.NoError(t, err)
 	cfg := config.Default()
 	cfg.Authorization.Contributors = config.ContributorsByPlugin
 	require.NoError(t, cfg.Validate())
-	r, err := newReconciler(mgr.GetClient(), cfg)
-	require.NoError(t, err)
-	r.Metrics = NewMetrics(prometheus.NewRegistry())
-	r.Recorder = mgr.GetEventRecorder("profile-plugins-test")
 	const ns = "contrib"
-	rec := &reconcileLog{next: r, c: env.Client, ns: ns}
-	require.NoError(t, setup(mgr, rec))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() { cancel(); require.NoError(t, <-done) }()
+	var rec *reconcileLog
+	ctx := startManager(t, env.Config, ctrl.Options{}, cfg, func(r *Reconciler) reconcile.Reconciler {
+		rec = &reconcileLog{next: r, c: env.Client, ns: ns}
+		return rec
+	})
 
 	h := &harness{t: t, env: env}
 	c := env.Client

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -267,21 +270,7 @@ func ptrTo[T any](v T) *T { return &v }
 // Programmed reconciles its Profile through the owner reference, well before the 15 s requeue.
 func TestManagerWiring(t *testing.T) {
 	env := envtest.Start(t)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     envtest.NewScheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptrTo(true)},
-	})
-	require.NoError(t, err)
-	r, err := newReconciler(mgr.GetClient(), config.Default())
-	require.NoError(t, err)
-	r.Metrics = NewMetrics(prometheus.NewRegistry())
-	r.Recorder = mgr.GetEventRecorder("profile-plugins-test")
-	require.NoError(t, setup(mgr, r))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() { cancel(); require.NoError(t, <-done) }()
+	ctx := startManager(t, env.Config, ctrl.Options{}, config.Default(), nil)
 
 	h := &harness{t: t, env: env}
 	const ns = "dave"
@@ -321,4 +310,31 @@ func TestProfileEditCannotLoosenPodSecurity(t *testing.T) {
 	cond := h.profile(ns).Status.Conditions[0]
 	assert.Equal(t, "False", cond.Status)
 	assert.Contains(t, cond.Message, `profile "frank": spec.plugins[0].spec.enforce: level "privileged" refused`)
+}
+
+// startManager runs the reference controller for cfg in a manager on restCfg until the test ends,
+// as main does: opts gets the scheme, no metrics server, and no controller-name check (several
+// tests start one). wrap, if set, stands between the watches and the Reconciler. The context it
+// returns ends with the test.
+func startManager(t *testing.T, restCfg *rest.Config, opts ctrl.Options, cfg *config.Config, wrap func(*Reconciler) reconcile.Reconciler) context.Context {
+	t.Helper()
+	opts.Scheme = envtest.NewScheme()
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	opts.Controller = ctrlconfig.Controller{SkipNameValidation: ptrTo(true)}
+	mgr, err := ctrl.NewManager(restCfg, opts)
+	require.NoError(t, err)
+	r, err := newReconciler(mgr.GetClient(), cfg)
+	require.NoError(t, err)
+	r.Metrics = NewMetrics(prometheus.NewRegistry())
+	r.Recorder = mgr.GetEventRecorder("profile-plugins-test")
+	var rec reconcile.Reconciler = r
+	if wrap != nil {
+		rec = wrap(r)
+	}
+	require.NoError(t, setup(mgr, rec))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	return ctx
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -26,8 +25,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
@@ -115,25 +112,12 @@ func TestRoleIsEnough(t *testing.T) {
 	err = limited.List(context.Background(), &corev1.SecretList{})
 	require.True(t, apierrors.IsForbidden(err), "the API server enforces RBAC for this user: %v", err)
 
-	mgr, err := ctrl.NewManager(as, ctrl.Options{
-		Scheme:                  envtest.NewScheme(),
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
+	ctx := startManager(t, as, ctrl.Options{
 		HealthProbeBindAddress:  "0",
 		LeaderElection:          true,
 		LeaderElectionID:        "profile-plugins-rbac-test",
 		LeaderElectionNamespace: "kubeflow",
-		Controller:              ctrlconfig.Controller{SkipNameValidation: ptrTo(true)},
-	})
-	require.NoError(t, err)
-	r, err := newReconciler(mgr.GetClient(), config.Default())
-	require.NoError(t, err)
-	r.Metrics = NewMetrics(prometheus.NewRegistry())
-	r.Recorder = mgr.GetEventRecorder("profile-plugins-rbac-test")
-	require.NoError(t, setup(mgr, r))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() { cancel(); require.NoError(t, <-done) }()
+	}, config.Default(), nil)
 
 	h := &harness{t: t, env: env}
 	const ns = "rbac-erin"

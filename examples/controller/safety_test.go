@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 )
@@ -123,8 +122,7 @@ func TestRevokeWithARunningPodKeepsAmbientUntilItIsGone(t *testing.T) {
 	const ns = "safety-revoke"
 	// The namespace exists before the Profile (handed over by its owner annotation), so the Profile
 	// does not control it and garbage collection would not take it along.
-	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: map[string]string{plugin.OwnerAnnotation: "rupert@example.com"}}}))
-	require.NoError(t, c.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}))
+	h.handedOver(ns, "rupert@example.com")
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "notebook", Namespace: ns},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nb", Image: "jupyter"}}},
