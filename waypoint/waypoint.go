@@ -30,6 +30,12 @@ const (
 	listenerProtocol = "HBONE"
 	// SeccompPatchSuffix names the ConfigMap with the waypoint's Pod Security patch: <waypoint>-seccomp.
 	SeccompPatchSuffix = "-seccomp"
+	// ClassDefaultsLabel marks the ConfigMap whose keys istiod applies to every Gateway of the
+	// class named by the label's value, before the Gateway's own parametersRef. istiod reads it
+	// only in its own namespace (mesh.istiodNamespace); it arrived in Istio 1.26.0 (istio/istio
+	// PR #55283, pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go in 1.30). istio.io/api
+	// has no constant for it.
+	ClassDefaultsLabel = "gateway.istio.io/defaults-for-class"
 	// SidecarContainer is the name of Istio's injected proxy container.
 	SidecarContainer = "istio-proxy"
 	// WaitingForWaypoint starts the Result's waiting message while the waypoint is not ready, so

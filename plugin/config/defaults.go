@@ -12,7 +12,18 @@ const (
 	DefaultZtunnelPolicyName = "ns-owner-access-istio-ztunnel"
 	DefaultRootNamespace     = "istio-system"
 	DefaultUserIDHeader      = "kubeflow-userid"
+	DefaultIstiodNamespace   = "istio-system"
 )
+
+// Names of the default platform callers.
+const (
+	CallerPipelinesUI        = "pipelines-ui"
+	CallerNotebookController = "notebook-controller"
+	CallerKatibController    = "katib-controller"
+)
+
+// KernelsPath is what the notebook controller's culler polls to find idle notebooks.
+const KernelsPath = "*/api/kernels"
 
 // DefaultHealthPaths are the paths the profiles controller has always left open.
 var DefaultHealthPaths = []string{"/healthz", "/metrics", "/wait-for-drain"}
@@ -33,6 +44,7 @@ func (c *Config) SetDefaults() {
 	setIfEmpty(&m.Waypoint.ClassName, DefaultWaypointClassName)
 	setIfEmpty(&m.Waypoint.For, DefaultWaypointFor)
 	setIfEmpty(&m.RootNamespace, DefaultRootNamespace)
+	setIfEmpty(&m.IstiodNamespace, DefaultIstiodNamespace)
 	setIfNil(&m.IngressUseWaypoint, true)
 	setIfNil(&m.IstioCNI, true)
 	setIfNil(&m.Waypoint.SeccompPatch, true)
@@ -51,6 +63,12 @@ func (c *Config) SetDefaults() {
 	setIfEmpty(&a.Principals.PipelinesUI, Principal(td, "kubeflow", "ml-pipeline-ui"))
 	setIfEmpty(&a.Principals.NotebookController, Principal(td, "kubeflow", "notebook-controller-service-account"))
 	setIfEmpty(&a.Principals.KatibController, Principal(td, "kubeflow", "katib-controller"))
+	if a.PlatformCallers == nil {
+		a.PlatformCallers = a.defaultCallers()
+	}
+	for i := range a.PlatformCallers {
+		setIfEmpty(&a.PlatformCallers[i].DataPlane, CallerAmbient)
+	}
 
 	p := &c.PodSecurity
 	setIfEmpty(&p.Enforce.Level, psaapi.LevelBaseline)
@@ -62,6 +80,20 @@ func (c *Config) SetDefaults() {
 	}
 
 	setIfEmpty(&c.Namespaces.Ownership, OwnershipReferenceOrAnnotation)
+}
+
+// defaultCallers are the callers the profiles controller's owner policy has always trusted.
+func (a *Authorization) defaultCallers() []PlatformCaller {
+	callers := []PlatformCaller{
+		{Name: CallerPipelinesUI, Principal: a.Principals.PipelinesUI, OnBehalfOfUser: true},
+		{Name: CallerNotebookController, Principal: a.Principals.NotebookController, Methods: []string{"GET"}, Paths: []string{KernelsPath}},
+	}
+	if a.KatibRule == nil || *a.KatibRule {
+		// Katib's controller calls the suggestion and early-stopping services that Katib runs in
+		// the user namespace for each experiment.
+		callers = append(callers, PlatformCaller{Name: CallerKatibController, Principal: a.Principals.KatibController})
+	}
+	return callers
 }
 
 // Principal formats the SPIFFE principal of a service account as Istio writes it in policies.

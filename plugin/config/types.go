@@ -85,6 +85,10 @@ type Mesh struct {
 	IstioCNI *bool `json:"istioCNI,omitempty"`
 	// Waypoint configures the per-namespace waypoint in ambient mode.
 	Waypoint Waypoint `json:"waypoint,omitempty"`
+	// IstiodNamespace is the namespace istiod runs in (its POD_NAMESPACE): istiod reads the
+	// waypoint class defaults (the ConfigMap labelled gateway.istio.io/defaults-for-class) only
+	// there, not in the root namespace. Default: istio-system.
+	IstiodNamespace string `json:"istiodNamespace,omitempty"`
 }
 
 // Waypoint configures the waypoint Gateway.
@@ -141,11 +145,49 @@ type Authorization struct {
 	// OwnerPolicyName (the profiles controller, before it used this module). Without it such a
 	// policy is reported as a conflict and left alone. Default: false.
 	AdoptOwnerPolicy bool `json:"adoptOwnerPolicy,omitempty"`
+	// PlatformCallers are the Kubeflow services that call into user namespaces on their own
+	// identity: who each is, what the owner policy lets it reach, and the data plane its own pods
+	// run on. Setting the list replaces the defaults. Default: "pipelines-ui" (on behalf of a
+	// user), "notebook-controller" (the culler: GET */api/kernels) and, with katibRule,
+	// "katib-controller" (any request), all "ambient", with the principals of Principals.
+	PlatformCallers []PlatformCaller `json:"platformCallers,omitempty"`
 	// KatibRule adds the owner policy's rule admitting Principals.KatibController: Katib's
 	// controller calls the suggestion and early-stopping services it runs in user namespaces. The
 	// profiles controller never wrote this rule; false keeps the owner policy as it was.
 	// Default: true.
 	KatibRule *bool `json:"katibRule,omitempty"`
+}
+
+// CallerDataPlane is how a platform caller's own pods join the mesh.
+type CallerDataPlane string
+
+const (
+	// CallerAmbient callers are enrolled in ambient: their calls to a user namespace's Services
+	// go through its waypoint, which applies the caller's L7 rule.
+	CallerAmbient CallerDataPlane = "ambient"
+	// CallerSidecar callers run Istio sidecars, which never send through a waypoint: their calls
+	// reach the destination pod's ztunnel directly, so they need an L4 rule in the ztunnel policy.
+	CallerSidecar CallerDataPlane = "sidecar"
+)
+
+// PlatformCaller is one Kubeflow service the owner policy trusts.
+type PlatformCaller struct {
+	// Name identifies the caller in messages, e.g. "notebook-controller". Required and unique.
+	Name string `json:"name"`
+	// Principal is the caller's SPIFFE principal (<trust domain>/ns/<namespace>/sa/<name>).
+	Principal string `json:"principal"`
+	// DataPlane is ambient or sidecar. Default: ambient.
+	DataPlane CallerDataPlane `json:"dataPlane,omitempty"`
+	// OnBehalfOfUser admits the caller only with the user-id header naming the owner (or, in a
+	// contributor's policy, the contributor), as the ingress gateway is admitted: for a service
+	// that forwards requests for any user, such as the Pipelines UI. Default: false.
+	OnBehalfOfUser bool `json:"onBehalfOfUser,omitempty"`
+	// Methods and Paths limit what the caller may request at the waypoint. Empty means any.
+	Methods []string `json:"methods,omitempty"`
+	Paths   []string `json:"paths,omitempty"`
+	// Ports limit the destination ports, at the waypoint and in a sidecar caller's L4 rule.
+	// Empty means every port.
+	Ports []int32 `json:"ports,omitempty"`
 }
 
 // ContributorsSource says who writes contributor policies.
@@ -156,8 +198,8 @@ const (
 	ContributorsByPlugin ContributorsSource = "plugin"
 )
 
-// L4Exception is one source the ztunnel policy admits. Set exactly one of Namespaces, Principals
-// or ServiceAccounts (Istio refuses serviceAccounts mixed with the others in one source).
+// L4Exception is one source the ztunnel policy admits. Set exactly one of Namespaces, Principals,
+// ServiceAccounts or IPBlocks (Istio refuses serviceAccounts mixed with the others in one source).
 type L4Exception struct {
 	// Namespaces admits every workload of these namespaces.
 	Namespaces []string `json:"namespaces,omitempty"`
@@ -165,6 +207,10 @@ type L4Exception struct {
 	Principals []string `json:"principals,omitempty"`
 	// ServiceAccounts admits these service accounts, as <namespace>/<name>, in any trust domain.
 	ServiceAccounts []string `json:"serviceAccounts,omitempty"`
+	// IPBlocks admits connections whose source address is in these CIDR ranges (or single
+	// addresses): the only way to name a client outside the mesh, such as a Prometheus without a
+	// sidecar, whose connections carry no identity.
+	IPBlocks []string `json:"ipBlocks,omitempty"`
 	// Ports limits the exception to these destination ports. Empty means every port.
 	Ports []int32 `json:"ports,omitempty"`
 }
