@@ -2,6 +2,7 @@ package authz
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"istio.io/api/annotation"
@@ -21,9 +22,6 @@ const (
 	// RoleAdmin is the owner's role.
 	RoleAdmin = "admin"
 )
-
-// kernelsPath is what the notebook controller polls to cull idle notebooks.
-const kernelsPath = "*/api/kernels"
 
 // newPolicy returns an empty ALLOW policy with the typed metadata every generator uses. It states
 // istio.io/dry-run "false": istiod enforces no policy marked "true" (istio/istio
@@ -51,14 +49,42 @@ func headerCondition(cfg *config.Config, user string) *securityv1beta1.Condition
 	}
 }
 
-// onBehalfOfUser is the rule of both owner and contributor policies: the ingress gateway or the
-// Pipelines UI forwards a request whose user-id header names user.
+// onBehalfOfUser is the rule of both owner and contributor policies: the ingress gateway or a
+// platform caller on behalf of users (the Pipelines UI by default) forwards a request whose
+// user-id header names user.
 func onBehalfOfUser(cfg *config.Config, user string) *securityv1beta1.Rule {
-	p := cfg.Authorization.Principals
+	principals := []string{cfg.Authorization.Principals.IngressGateway}
+	for _, c := range cfg.Authorization.PlatformCallers {
+		if c.OnBehalfOfUser && !slices.Contains(principals, c.Principal) {
+			principals = append(principals, c.Principal)
+		}
+	}
 	return &securityv1beta1.Rule{
-		From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{p.IngressGateway, p.PipelinesUI}}}},
+		From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: principals}}},
 		When: []*securityv1beta1.Condition{headerCondition(cfg, user)},
 	}
+}
+
+// callerRule admits a platform caller that acts on its own behalf, within its methods, paths and
+// ports: the notebook controller's culler (GET */api/kernels) and Katib's controller (anything) by
+// default.
+func callerRule(c config.PlatformCaller) *securityv1beta1.Rule {
+	r := &securityv1beta1.Rule{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{c.Principal}}}}}
+	if len(c.Methods)+len(c.Paths)+len(c.Ports) > 0 {
+		r.To = []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: c.Methods, Paths: c.Paths, Ports: portStrings(c.Ports)}}}
+	}
+	return r
+}
+
+func portStrings(ports []int32) []string {
+	if len(ports) == 0 {
+		return nil
+	}
+	out := make([]string, len(ports))
+	for i, p := range ports {
+		out[i] = strconv.Itoa(int(p))
+	}
+	return out
 }
 
 // OwnerPolicy is the owner's policy, ns-owner-access-istio by default. In ambient mode it is
@@ -87,16 +113,10 @@ func OwnerlessPolicy(cfg *config.Config, namespace string) *istiosecurityv1.Auth
 	if len(a.HealthPaths) > 0 {
 		rules = append(rules, &securityv1beta1.Rule{To: []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Paths: a.HealthPaths}}}})
 	}
-	rules = append(rules, &securityv1beta1.Rule{
-		From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{a.Principals.NotebookController}}}},
-		To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: []string{"GET"}, Paths: []string{kernelsPath}}}},
-	})
-	if a.KatibRule == nil || *a.KatibRule {
-		// Katib's controller calls the suggestion and early-stopping services that Katib runs in
-		// the user namespace for each experiment.
-		rules = append(rules, &securityv1beta1.Rule{
-			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{a.Principals.KatibController}}}},
-		})
+	for _, c := range a.PlatformCallers {
+		if !c.OnBehalfOfUser {
+			rules = append(rules, callerRule(c))
+		}
 	}
 	pol.Spec.Rules = rules
 	if cfg.Mesh.Mode == config.ModeAmbient {
@@ -105,8 +125,9 @@ func OwnerlessPolicy(cfg *config.Config, namespace string) *istiosecurityv1.Auth
 	return pol
 }
 
-// ZtunnelPolicy is the ambient namespace's L4 policy: it admits the waypoint, the namespace itself
-// and the configured exceptions, and through being an ALLOW policy denies everything else.
+// ZtunnelPolicy is the ambient namespace's L4 policy: it admits the waypoint, the namespace itself,
+// the platform callers that run sidecars and the configured exceptions, and through being an
+// ALLOW policy denies everything else.
 func ZtunnelPolicy(cfg *config.Config, namespace string) *istiosecurityv1.AuthorizationPolicy {
 	a := cfg.Authorization
 	pol := newPolicy(a.ZtunnelPolicyName, namespace, nil)
@@ -115,20 +136,49 @@ func ZtunnelPolicy(cfg *config.Config, namespace string) *istiosecurityv1.Author
 		{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{ServiceAccounts: []string{namespace + "/" + cfg.Mesh.Waypoint.Name}}}}},
 		{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Namespaces: []string{namespace}}}}},
 	}
+	for _, c := range sidecarCallers(cfg) {
+		pol.Spec.Rules = append(pol.Spec.Rules, l4Rule(&securityv1beta1.Source{Principals: []string{c.Principal}}, c.Ports))
+	}
 	for _, e := range a.L4Exceptions {
-		r := &securityv1beta1.Rule{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{
-			Namespaces: e.Namespaces, Principals: e.Principals, ServiceAccounts: e.ServiceAccounts,
-		}}}}
-		if len(e.Ports) > 0 {
-			ports := make([]string, len(e.Ports))
-			for i, p := range e.Ports {
-				ports[i] = strconv.Itoa(int(p))
-			}
-			r.To = []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Ports: ports}}}
-		}
-		pol.Spec.Rules = append(pol.Spec.Rules, r)
+		// ztunnel matches ipBlocks against the connection's source address (istio/istio
+		// pilot/pkg/serviceregistry/ambient/authorization.go makes them SourceIps); it has no
+		// remoteIpBlocks, which would be an L7 attribute and drop the rule.
+		src := &securityv1beta1.Source{Namespaces: e.Namespaces, Principals: e.Principals, ServiceAccounts: e.ServiceAccounts, IpBlocks: e.IPBlocks}
+		pol.Spec.Rules = append(pol.Spec.Rules, l4Rule(src, e.Ports))
 	}
 	return pol
+}
+
+// sidecarCallers are the platform callers whose pods run Istio sidecars. Configuration validation
+// refuses such a caller on behalf of users in ambient mode, so all of these act on their own
+// behalf.
+//
+// A sidecar never sends through a waypoint (istio/istio pilot/pkg/xds/endpoints/endpoint_builder.go,
+// buildEnvoyLbEndpoint: findServiceWaypoint is used for ingress and east-west gateways only), so
+// its calls reach the user pod's ztunnel directly, as HBONE to the pod's port 15008 through the
+// connect_originate cluster (pilot/pkg/networking/core/cluster.go, buildConnectOriginate in
+// cluster_waypoint.go), authenticated with the sidecar's own workload certificate. ztunnel takes
+// the source identity from that certificate (istio/ztunnel src/proxy/inbound.rs), so the rule
+// names the caller's own principal. istiod configures this only with PILOT_ENABLE_SENDING_HBONE,
+// which is on whenever PILOT_ENABLE_AMBIENT is; a sidecar whose proxy metadata sets
+// DISABLE_HBONE_SEND sends plaintext to the app port instead, with no identity, and is denied.
+func sidecarCallers(cfg *config.Config) []config.PlatformCaller {
+	var out []config.PlatformCaller
+	for _, c := range cfg.Authorization.PlatformCallers {
+		if c.DataPlane == config.CallerSidecar && !c.OnBehalfOfUser {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// l4Rule admits src on ports (every port when empty).
+func l4Rule(src *securityv1beta1.Source, ports []int32) *securityv1beta1.Rule {
+	r := &securityv1beta1.Rule{From: []*securityv1beta1.Rule_From{{Source: src}}}
+	if len(ports) > 0 {
+		r.To = []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Ports: portStrings(ports)}}}
+	}
+	return r
 }
 
 // validateUser checks a user id with config.ValidateIdentity, and then the value the policy

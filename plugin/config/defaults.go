@@ -1,6 +1,10 @@
 package config
 
-import psaapi "k8s.io/pod-security-admission/api"
+import (
+	"slices"
+
+	psaapi "k8s.io/pod-security-admission/api"
+)
 
 // Defaults, as documented on each field.
 const (
@@ -58,13 +62,13 @@ func (c *Config) SetDefaults() {
 	if a.HealthPaths == nil {
 		a.HealthPaths = append([]string(nil), DefaultHealthPaths...)
 	}
-	td := m.TrustDomain
-	setIfEmpty(&a.Principals.IngressGateway, Principal(td, "istio-system", "istio-ingressgateway-service-account"))
-	setIfEmpty(&a.Principals.PipelinesUI, Principal(td, "kubeflow", "ml-pipeline-ui"))
-	setIfEmpty(&a.Principals.NotebookController, Principal(td, "kubeflow", "notebook-controller-service-account"))
-	setIfEmpty(&a.Principals.KatibController, Principal(td, "kubeflow", "katib-controller"))
+	def := DefaultPrincipals(m.TrustDomain)
+	setIfEmpty(&a.Principals.IngressGateway, def.IngressGateway)
+	setIfEmpty(&a.Principals.PipelinesUI, def.PipelinesUI)
+	setIfEmpty(&a.Principals.NotebookController, def.NotebookController)
+	setIfEmpty(&a.Principals.KatibController, def.KatibController)
 	if a.PlatformCallers == nil {
-		a.PlatformCallers = a.defaultCallers()
+		a.PlatformCallers = a.DefaultCallers()
 	}
 	for i := range a.PlatformCallers {
 		setIfEmpty(&a.PlatformCallers[i].DataPlane, CallerAmbient)
@@ -82,18 +86,45 @@ func (c *Config) SetDefaults() {
 	setIfEmpty(&c.Namespaces.Ownership, OwnershipReferenceOrAnnotation)
 }
 
-// defaultCallers are the callers the profiles controller's owner policy has always trusted.
-func (a *Authorization) defaultCallers() []PlatformCaller {
+// DefaultPrincipals are the documented defaults of Principals in the trust domain td.
+func DefaultPrincipals(td string) Principals {
+	return Principals{
+		IngressGateway:     Principal(td, "istio-system", "istio-ingressgateway-service-account"),
+		PipelinesUI:        Principal(td, "kubeflow", "ml-pipeline-ui"),
+		NotebookController: Principal(td, "kubeflow", "notebook-controller-service-account"),
+		KatibController:    Principal(td, "kubeflow", "katib-controller"),
+	}
+}
+
+// DefaultCallers is the platformCallers list that Principals and KatibRule build when the admin
+// sets none: the callers the profiles controller's owner policy has always trusted, all on the
+// ambient data plane. Code that changes Principals or KatibRule of an already defaulted Config
+// sets PlatformCallers to this again; otherwise Validate reports the two as disagreeing.
+func (a *Authorization) DefaultCallers() []PlatformCaller {
 	callers := []PlatformCaller{
-		{Name: CallerPipelinesUI, Principal: a.Principals.PipelinesUI, OnBehalfOfUser: true},
-		{Name: CallerNotebookController, Principal: a.Principals.NotebookController, Methods: []string{"GET"}, Paths: []string{KernelsPath}},
+		{Name: CallerPipelinesUI, Principal: a.Principals.PipelinesUI, DataPlane: CallerAmbient, OnBehalfOfUser: true},
+		{Name: CallerNotebookController, Principal: a.Principals.NotebookController, DataPlane: CallerAmbient,
+			Methods: []string{"GET"}, Paths: []string{KernelsPath}},
 	}
 	if a.KatibRule == nil || *a.KatibRule {
 		// Katib's controller calls the suggestion and early-stopping services that Katib runs in
 		// the user namespace for each experiment.
-		callers = append(callers, PlatformCaller{Name: CallerKatibController, Principal: a.Principals.KatibController})
+		callers = append(callers, PlatformCaller{Name: CallerKatibController, Principal: a.Principals.KatibController, DataPlane: CallerAmbient})
 	}
 	return callers
+}
+
+// CallersAreDefault says whether PlatformCallers is the list Principals and KatibRule build
+// ([Authorization.DefaultCallers]); an admin who writes exactly that list gets the same answer,
+// which is harmless: the two cannot disagree.
+func (a *Authorization) CallersAreDefault() bool {
+	return slices.EqualFunc(a.PlatformCallers, a.DefaultCallers(), PlatformCaller.Equal)
+}
+
+// Equal says whether c and o are the same caller; an empty list equals a missing one.
+func (c PlatformCaller) Equal(o PlatformCaller) bool {
+	return c.Name == o.Name && c.Principal == o.Principal && c.DataPlane == o.DataPlane && c.OnBehalfOfUser == o.OnBehalfOfUser &&
+		slices.Equal(c.Methods, o.Methods) && slices.Equal(c.Paths, o.Paths) && slices.Equal(c.Ports, o.Ports)
 }
 
 // Principal formats the SPIFFE principal of a service account as Istio writes it in policies.

@@ -54,7 +54,7 @@ func TestL4ExceptionForThePipelinesUIIsRefused(t *testing.T) {
 			err := cfg.Validate()
 			if assert.Error(t, err, "the Pipelines UI may skip the owner's header check at the waypoint") {
 				assert.Contains(t, err.Error(), field)
-				assert.Contains(t, err.Error(), "the Pipelines UI")
+				assert.Contains(t, err.Error(), `platform caller "pipelines-ui"`)
 			}
 		})
 	}

@@ -7,9 +7,9 @@ import (
 
 // ReservedNamespaces lists the namespaces no Profile may have, sorted and without duplicates:
 // kube-* and default, the mesh root namespace, the namespace of every principal the access
-// policies trust (the ingress gateway's, kubeflow for the pipelines UI, notebook and katib
-// controllers), the namespaces, principals and service accounts of every L4 exception, and
-// namespaces.reserved.
+// policies trust (the ingress gateway's and every platform caller's: kubeflow for the default
+// Pipelines UI, notebook and Katib controllers), the namespaces, principals and service accounts
+// of every L4 exception (an ipBlocks exception names no namespace), and namespaces.reserved.
 //
 // A trusted namespace must not be a user's: whoever owns it could run a pod under a trusted
 // service account (the pipelines UI forwards any user id) or, for an L4 exception, reach every
@@ -17,9 +17,9 @@ import (
 // platform off from the users it serves.
 func (c *Config) ReservedNamespaces() []string {
 	out := []string{"kube-*", "default", c.Mesh.RootNamespace}
-	p := c.Authorization.Principals
-	for _, principal := range []string{p.IngressGateway, p.PipelinesUI, p.NotebookController, p.KatibController} {
-		out = append(out, principalNamespace(principal))
+	out = append(out, principalNamespace(c.Authorization.Principals.IngressGateway))
+	for _, pc := range c.Authorization.PlatformCallers {
+		out = append(out, principalNamespace(pc.Principal))
 	}
 	for _, e := range c.Authorization.L4Exceptions {
 		out = append(out, e.Namespaces...)

@@ -44,8 +44,9 @@ type Namespaces struct {
 	// Ownership is ownerReferenceOrAnnotation or ownerReference. Default: ownerReferenceOrAnnotation.
 	Ownership NamespaceOwnership `json:"ownership,omitempty"`
 	// Reserved are more namespaces (names or shell patterns such as "monitoring-*") that no
-	// Profile may have, on top of those always reserved: kube-*, default, mesh.rootNamespace and
-	// the namespace of every principal and L4 exception in authorization. Default: none.
+	// Profile may have, on top of those always reserved: kube-*, default, mesh.rootNamespace, the
+	// ingress gateway's namespace, every platform caller's and every L4 exception's (by namespace,
+	// principal or service account; an ipBlocks exception names none). Default: none.
 	Reserved []string `json:"reserved,omitempty"`
 }
 
@@ -132,9 +133,10 @@ type Authorization struct {
 	HealthPaths []string `json:"healthPaths,omitempty"`
 	// L4Exceptions are sources the ambient ztunnel policy admits directly, without the waypoint,
 	// such as a monitoring namespace that scrapes pod IPs. They bypass every L7 rule, so list
-	// only what must. An exception that covers the ingress gateway or the Pipelines UI (by
-	// namespace, principal or service account) is refused: both are admitted only with the user-id
-	// header, which only the waypoint checks. Default: none.
+	// only what must. An exception that covers the ingress gateway or a platform caller with
+	// onBehalfOfUser, such as the Pipelines UI (by namespace, principal or service account), is
+	// refused: both are admitted only with the user-id header, which only the waypoint checks.
+	// Default: none.
 	L4Exceptions []L4Exception `json:"l4Exceptions,omitempty"`
 	// Contributors says who writes the per-contributor policies: "kfam" (the access-management
 	// service, as today) or "plugin" (this module, from kfam's RoleBindings, taking over the
@@ -147,14 +149,18 @@ type Authorization struct {
 	AdoptOwnerPolicy bool `json:"adoptOwnerPolicy,omitempty"`
 	// PlatformCallers are the Kubeflow services that call into user namespaces on their own
 	// identity: who each is, what the owner policy lets it reach, and the data plane its own pods
-	// run on. Setting the list replaces the defaults. Default: "pipelines-ui" (on behalf of a
-	// user), "notebook-controller" (the culler: GET */api/kernels) and, with katibRule,
-	// "katib-controller" (any request), all "ambient", with the principals of Principals.
+	// run on. Setting the list replaces the defaults, and then principals.pipelinesUI,
+	// notebookController, katibController and katibRule, which only build the default list, must
+	// keep their defaults (a different value is an error saying that platformCallers wins).
+	// Default: "pipelines-ui" (on behalf of a user), "notebook-controller" (the culler: GET
+	// */api/kernels) and, with katibRule, "katib-controller" (any request), all "ambient", with the
+	// principals of Principals.
 	PlatformCallers []PlatformCaller `json:"platformCallers,omitempty"`
-	// KatibRule adds the owner policy's rule admitting Principals.KatibController: Katib's
-	// controller calls the suggestion and early-stopping services it runs in user namespaces. The
-	// profiles controller never wrote this rule; false keeps the owner policy as it was.
-	// Default: true.
+	// KatibRule adds the "katib-controller" platform caller to the default list, admitting
+	// Principals.KatibController: Katib's controller calls the suggestion and early-stopping
+	// services it runs in user namespaces. The profiles controller never wrote this rule; false
+	// keeps the owner policy as it was. With platformCallers set it must stay true (leave the
+	// entry out of the list instead). Default: true.
 	KatibRule *bool `json:"katibRule,omitempty"`
 }
 
@@ -166,7 +172,9 @@ const (
 	// go through its waypoint, which applies the caller's L7 rule.
 	CallerAmbient CallerDataPlane = "ambient"
 	// CallerSidecar callers run Istio sidecars, which never send through a waypoint: their calls
-	// reach the destination pod's ztunnel directly, so they need an L4 rule in the ztunnel policy.
+	// reach the destination pod's ztunnel directly, so they need an L4 rule in the ztunnel policy,
+	// where their methods and paths cannot be checked. Refused for an onBehalfOfUser caller in
+	// ambient mode: the L4 rule would admit it without the user-id header, for every user.
 	CallerSidecar CallerDataPlane = "sidecar"
 )
 
@@ -180,13 +188,18 @@ type PlatformCaller struct {
 	DataPlane CallerDataPlane `json:"dataPlane,omitempty"`
 	// OnBehalfOfUser admits the caller only with the user-id header naming the owner (or, in a
 	// contributor's policy, the contributor), as the ingress gateway is admitted: for a service
-	// that forwards requests for any user, such as the Pipelines UI. Default: false.
+	// that forwards requests for any user, such as the Pipelines UI or Knative's activator. It
+	// joins the ingress gateway in the header rule, so it takes no methods, paths or ports. Other
+	// callers are admitted by the owner policy without the header, within their methods, paths
+	// and ports. Default: false.
 	OnBehalfOfUser bool `json:"onBehalfOfUser,omitempty"`
-	// Methods and Paths limit what the caller may request at the waypoint. Empty means any.
+	// Methods (upper-case, such as GET) and Paths (absolute, or with one '*' at the start or end
+	// for a suffix or prefix match, as Istio reads it) limit what the caller may request at the
+	// waypoint. Empty means any.
 	Methods []string `json:"methods,omitempty"`
 	Paths   []string `json:"paths,omitempty"`
-	// Ports limit the destination ports, at the waypoint and in a sidecar caller's L4 rule.
-	// Empty means every port.
+	// Ports limit the destination ports, at the waypoint and in a sidecar caller's L4 rule (where
+	// ztunnel compares the pod's port, the Service's targetPort). Empty means every port.
 	Ports []int32 `json:"ports,omitempty"`
 }
 
@@ -209,14 +222,16 @@ type L4Exception struct {
 	ServiceAccounts []string `json:"serviceAccounts,omitempty"`
 	// IPBlocks admits connections whose source address is in these CIDR ranges (or single
 	// addresses): the only way to name a client outside the mesh, such as a Prometheus without a
-	// sidecar, whose connections carry no identity.
+	// sidecar, whose connections carry no identity. A /0 is refused; a range wider than /16
+	// (IPv4) or /48 (IPv6) is a warning (see [Config.Warnings]): every pod or waypoint whose IP
+	// falls in a range is admitted too.
 	IPBlocks []string `json:"ipBlocks,omitempty"`
 	// Ports limits the exception to these destination ports. Empty means every port.
 	Ports []int32 `json:"ports,omitempty"`
 }
 
 // Principals are SPIFFE principals (<trust domain>/ns/<namespace>/sa/<service account>). Each
-// default uses Mesh.TrustDomain.
+// default uses Mesh.TrustDomain. All but IngressGateway only build the default PlatformCallers.
 type Principals struct {
 	// IngressGateway forwards users' requests. Default: istio-system/istio-ingressgateway-service-account.
 	IngressGateway string `json:"ingressGateway,omitempty"`

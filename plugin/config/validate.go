@@ -36,6 +36,8 @@ func (c *Config) Validate() error {
 				"so every meshed pod would be refused; install istio-cni (mesh.istioCNI: true), use mesh.mode ambient, or enforce \"privileged\""))
 	}
 	errs = append(errs, c.Mesh.ingressReachesPods(field.NewPath("mesh"))...)
+	errs = append(errs, c.defaultInputsUnchanged()...)
+	errs = append(errs, c.onBehalfOfUserOnSidecar()...)
 	if c.Mesh.Mode == ModeAmbient && c.Mesh.Waypoint.SeccompPatch != nil && !*c.Mesh.Waypoint.SeccompPatch &&
 		c.PodSecurity.Enforce.Level == psaapi.LevelRestricted {
 		errs = append(errs, field.Invalid(field.NewPath("mesh", "waypoint", "seccompPatch"), false,
@@ -138,6 +140,7 @@ func (a *Authorization) validate(path *field.Path) field.ErrorList {
 	} {
 		errs = append(errs, ValidatePrincipal(pp.Child(name), v)...)
 	}
+	errs = append(errs, a.validateCallers(path)...)
 	switch a.Contributors {
 	case ContributorsByKfam, ContributorsByPlugin:
 	default:
@@ -164,12 +167,16 @@ type headerOnly struct {
 }
 
 // headerOnlyPrincipals are the principals that must pass the waypoint's header check: the ingress
-// gateway and the Pipelines UI (which proxies artifact reads for whichever user id it is sent).
+// gateway and every platform caller on behalf of users, such as the Pipelines UI (which proxies
+// artifact reads for whichever user id it is sent).
 func (a *Authorization) headerOnlyPrincipals() []headerOnly {
-	return []headerOnly{
-		{"the ingress gateway", a.Principals.IngressGateway},
-		{"the Pipelines UI", a.Principals.PipelinesUI},
+	out := []headerOnly{{"the ingress gateway", a.Principals.IngressGateway}}
+	for _, c := range a.PlatformCallers {
+		if c.OnBehalfOfUser {
+			out = append(out, headerOnly{fmt.Sprintf("platform caller %q", c.Name), c.Principal})
+		}
 	}
+	return out
 }
 
 // validate refuses an exception that would let a header-only principal reach pods without the
@@ -178,13 +185,16 @@ func (a *Authorization) headerOnlyPrincipals() []headerOnly {
 func (e L4Exception) validate(path *field.Path, headerOnly []headerOnly) field.ErrorList {
 	var errs field.ErrorList
 	set := 0
-	for _, l := range [][]string{e.Namespaces, e.Principals, e.ServiceAccounts} {
+	for _, l := range [][]string{e.Namespaces, e.Principals, e.ServiceAccounts, e.IPBlocks} {
 		if len(l) > 0 {
 			set++
 		}
 	}
 	if set != 1 {
-		errs = append(errs, field.Invalid(path, fmt.Sprintf("%d sources", set), "set exactly one of namespaces, principals or serviceAccounts"))
+		errs = append(errs, field.Invalid(path, fmt.Sprintf("%d sources", set), "set exactly one of namespaces, principals, serviceAccounts or ipBlocks"))
+	}
+	for i, b := range e.IPBlocks {
+		errs = append(errs, validateIPBlock(path.Child("ipBlocks").Index(i), b)...)
 	}
 	bypass := func(who string) string {
 		return "would let " + who + " reach pods directly, skipping the owner's header check at the waypoint (the user-id header), " +
@@ -235,12 +245,7 @@ func (e L4Exception) validate(path *field.Path, headerOnly []headerOnly) field.E
 			}
 		}
 	}
-	for i, port := range e.Ports {
-		if port < 1 || port > 65535 {
-			errs = append(errs, field.Invalid(path.Child("ports").Index(i), port, "must be 1 to 65535"))
-		}
-	}
-	return errs
+	return append(errs, validatePorts(path.Child("ports"), e.Ports)...)
 }
 
 func (p *PodSecurity) validate(path *field.Path) field.ErrorList {

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
@@ -110,6 +112,7 @@ func ConfigFromController(s ControllerSettings) (*config.Config, error) {
 		return nil, err
 	}
 	defaults := config.Default()
+	followsPrincipals := defaultShapedCallers(cfg.Authorization)
 	var errs field.ErrorList
 	for _, src := range srcs {
 		always := src.name == "-userid-header" || src.name == "-userid-prefix" || src.name == "-service-mesh-mode"
@@ -126,10 +129,26 @@ func ConfigFromController(s ControllerSettings) (*config.Config, error) {
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
+	if followsPrincipals {
+		// The platform callers were built from the principals (and katibRule) when s.Base was
+		// defaulted; they follow the principals the controller set, as the controller's own
+		// owner policy does.
+		cfg.Authorization.PlatformCallers = cfg.Authorization.DefaultCallers()
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, namingSources(err, srcs)
 	}
 	return cfg, nil
+}
+
+// defaultShapedCallers says whether a's platform callers are the list its principals build, with
+// or without the Katib entry: then they were defaulted from those principals, and Base may have
+// had katibRule changed since (in Go; a file is defaulted after it is read). A list the admin
+// wrote in another shape or with other principals is kept as it is.
+func defaultShapedCallers(a config.Authorization) bool {
+	hasKatib := slices.ContainsFunc(a.PlatformCallers, func(c config.PlatformCaller) bool { return c.Name == config.CallerKatibController })
+	probe := config.Authorization{Principals: a.Principals, PlatformCallers: a.PlatformCallers, KatibRule: ptr.To(hasKatib)}
+	return probe.CallersAreDefault()
 }
 
 // clone copies base through its JSON form (Config has slices and maps that must not be shared).
