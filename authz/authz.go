@@ -65,17 +65,6 @@ func onBehalfOfUser(cfg *config.Config, user string) *securityv1beta1.Rule {
 	}
 }
 
-// callerRule admits a platform caller that acts on its own behalf, within its methods, paths and
-// ports: the notebook controller's culler (GET */api/kernels) and Katib's controller (anything) by
-// default.
-func callerRule(c config.PlatformCaller) *securityv1beta1.Rule {
-	r := &securityv1beta1.Rule{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{c.Principal}}}}}
-	if len(c.Methods)+len(c.Paths)+len(c.Ports) > 0 {
-		r.To = []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: c.Methods, Paths: c.Paths, Ports: portStrings(c.Ports)}}}
-	}
-	return r
-}
-
 func portStrings(ports []int32) []string {
 	if len(ports) == 0 {
 		return nil
@@ -147,29 +136,6 @@ func ZtunnelPolicy(cfg *config.Config, namespace string) *istiosecurityv1.Author
 		pol.Spec.Rules = append(pol.Spec.Rules, l4Rule(src, e.Ports))
 	}
 	return pol
-}
-
-// sidecarCallers are the platform callers whose pods run Istio sidecars. Configuration validation
-// refuses such a caller on behalf of users in ambient mode, so all of these act on their own
-// behalf.
-//
-// A sidecar never sends through a waypoint (istio/istio pilot/pkg/xds/endpoints/endpoint_builder.go,
-// buildEnvoyLbEndpoint: findServiceWaypoint is used for ingress and east-west gateways only), so
-// its calls reach the user pod's ztunnel directly, as HBONE to the pod's port 15008 through the
-// connect_originate cluster (pilot/pkg/networking/core/cluster.go, buildConnectOriginate in
-// cluster_waypoint.go), authenticated with the sidecar's own workload certificate. ztunnel takes
-// the source identity from that certificate (istio/ztunnel src/proxy/inbound.rs), so the rule
-// names the caller's own principal. istiod configures this only with PILOT_ENABLE_SENDING_HBONE,
-// which is on whenever PILOT_ENABLE_AMBIENT is; a sidecar whose proxy metadata sets
-// DISABLE_HBONE_SEND sends plaintext to the app port instead, with no identity, and is denied.
-func sidecarCallers(cfg *config.Config) []config.PlatformCaller {
-	var out []config.PlatformCaller
-	for _, c := range cfg.Authorization.PlatformCallers {
-		if c.DataPlane == config.CallerSidecar && !c.OnBehalfOfUser {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // l4Rule admits src on ports (every port when empty).

@@ -64,7 +64,25 @@ var goldenCases = []struct {
 	{name: "contributors-sidecar", config: "mesh: {mode: sidecar}\nauthorization: {contributors: plugin}\n",
 		contributors: []*rbacv1.RoleBinding{kfamBinding("bob@example.com", "edit"), kfamBinding(longUser, "view")}},
 	{name: "none", config: "mesh: {mode: none}\n"},
+	{name: "platform-callers-sidecar", config: platformCallersSidecar, contributors: []*rbacv1.RoleBinding{kfamBinding("bob@example.com", "edit")}},
+	{name: "platform-callers-sidecar-mode", config: "mesh: {mode: sidecar}\n" + platformCallersSidecar},
+	{name: "ip-blocks", config: `authorization:
+  l4Exceptions:
+  - ipBlocks: [10.8.0.0/24, 10.9.3.4, "fd00:10::/64"]
+    ports: [9091]
+`},
 }
+
+// platformCallersSidecar: the culler and Katib run sidecars (the kubeflow namespace is not yet
+// ambient), the Pipelines UI and Knative's activator are ambient and forward for users.
+const platformCallersSidecar = `authorization:
+  contributors: plugin
+  platformCallers:
+  - {name: pipelines-ui, principal: cluster.local/ns/kubeflow/sa/ml-pipeline-ui, onBehalfOfUser: true}
+  - {name: activator, principal: cluster.local/ns/knative-serving/sa/activator, onBehalfOfUser: true}
+  - {name: notebook-controller, principal: cluster.local/ns/kubeflow/sa/notebook-controller-service-account, dataPlane: sidecar, methods: [GET], paths: ["*/api/kernels"]}
+  - {name: katib-controller, principal: cluster.local/ns/kubeflow/sa/katib-controller, dataPlane: sidecar, ports: [6789]}
+`
 
 func generate(t *testing.T, cfg *config.Config, observed ...client.Object) *plugin.Rendering {
 	t.Helper()

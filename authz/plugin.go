@@ -56,6 +56,9 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	if cfg.Mesh.Mode == config.ModeAmbient || t.Observed.Held[label.IoIstioDataplaneMode.Name] == "ambient" {
 		d.Objects = append(d.Objects, ZtunnelPolicy(cfg, t.Namespace))
 	}
+	if cfg.Mesh.Mode == config.ModeAmbient {
+		d.Warnings = append(d.Warnings, sidecarCallerLosses(cfg)...)
+	}
 	if cfg.Mesh.Mode == config.ModeNone {
 		return d, nil
 	}
@@ -106,7 +109,8 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 // and which admits less, was observed in place and intact: then the move takes nothing away from
 // any pod. Meanwhile the selector-less owner policy is harmless at ztunnel: ztunnel drops ALLOW
 // rules with L7 attributes, which is more restrictive, and its remaining L4 rules (the namespace
-// itself, the Katib controller) admit no one the waypoint would not admit anyway
+// itself, platform callers without methods or paths, such as the Katib controller) admit no one
+// the waypoint would not admit anyway
 // (/work/shared/context/istio-ambient.md, "AuthorizationPolicy in ambient"). No owner policy at
 // all, or one already attached to a waypoint, protects no sidecar pod: it goes (or stays) there
 // at once, so a drifted or deleted ztunnel policy never takes the owner policy off the waypoint.

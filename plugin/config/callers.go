@@ -104,7 +104,7 @@ func (c PlatformCaller) validate(path *field.Path) field.ErrorList {
 // matcher/header.go to StringMatcherWithPrefix in matcher/string.go); a '*' anywhere else is a
 // literal character, and braces make a path template (security.ContainsPathTemplate).
 func pathProblem(p string) string {
-	const ends = "must be an absolute path, optionally with one '*' at the end (prefix) or at the start (suffix), such as /api/* or */api/kernels"
+	const ends = "must be an absolute path, optionally with one '*' at the end (prefix match), or '*' and the end of a path (suffix match), such as /api/* or */api/kernels"
 	switch {
 	case p == "" || p == "*":
 		return ends + `; leave paths empty for any path`
@@ -119,7 +119,7 @@ func pathProblem(p string) string {
 	if strings.HasPrefix(p, "*") && strings.HasSuffix(p, "*") || strings.Contains(inner, "*") {
 		return ends
 	}
-	if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "*/") {
+	if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "*") {
 		return ends
 	}
 	return ""
