@@ -7,6 +7,10 @@
 //	go run ./examples/render -profile p.yaml -config c.yaml -pss-enforce restricted
 //	go run ./examples/render -waypoint-ready=false    # before istiod has programmed the waypoint
 //	go run ./examples/render -cluster                 # the cluster-wide objects, applied once
+//	go run ./examples/render -config examples/render/configs/knative-activator.yaml
+//
+// Configuration warnings (such as a very wide L4 exception ipBlocks range) and the plugins' notes
+// go to stderr, so the YAML on stdout stays applicable.
 //
 // Bad input exits with status 1 and one line on stderr naming the file and the field.
 package main
@@ -73,6 +77,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", flagSource(*configPath, *mode, *enforce), err)
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stderr, "warning: %s: %s\n", flagSource(*configPath, *mode, *enforce), w)
 	}
 
 	s := plugin.NewScheme()

@@ -18,20 +18,40 @@ func TestRenderGolden(t *testing.T) {
 	cases := []struct {
 		name string
 		args []string
+		// stderr also has a golden file, render/<name>.stderr.txt: the warnings an admin reads.
+		stderr bool
 	}{
-		{"default", nil},
-		{"sidecar", []string{"-mode", "sidecar"}},
-		{"waypoint-not-ready", []string{"-waypoint-ready=false"}},
-		{"cluster", []string{"-cluster"}},
-		{"restricted", []string{"-pss-enforce", "restricted"}},
+		{"default", nil, false},
+		{"sidecar", []string{"-mode", "sidecar"}, false},
+		{"waypoint-not-ready", []string{"-waypoint-ready=false"}, false},
+		{"cluster", []string{"-cluster"}, false},
+		{"restricted", []string{"-pss-enforce", "restricted"}, false},
+		{"sidecar-callers", []string{"-config", "configs/sidecar-callers.yaml"}, true},
+		{"ip-blocks", []string{"-config", "configs/ip-blocks.yaml"}, true},
+		{"knative-activator", []string{"-config", "configs/knative-activator.yaml"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			require.NoError(t, run(tc.args, &stdout, &stderr), stderr.String())
 			golden.Assert(t, "render/"+tc.name+".yaml", stdout.Bytes())
+			if tc.stderr {
+				golden.Assert(t, "render/"+tc.name+".stderr.txt", stderr.Bytes())
+			}
 		})
 	}
+}
+
+// A very wide ipBlocks range is allowed, but the admin is told on stderr what it admits; the YAML
+// on stdout is unchanged by it.
+func TestRenderWarnsAboutWideIPBlocks(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "wide.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\n"+
+		"authorization: {l4Exceptions: [{ipBlocks: [10.0.0.0/8], ports: [9091]}]}\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run([]string{"-config", p}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "warning: "+p+`: authorization.l4Exceptions[0].ipBlocks[0]: "10.0.0.0/8" is a very wide range`)
+	assert.Contains(t, stdout.String(), "- 10.0.0.0/8")
 }
 
 func TestRenderRefusesBadInput(t *testing.T) {
@@ -55,6 +75,12 @@ func TestRenderRefusesBadInput(t *testing.T) {
 		{"pss flag", []string{"-pss-enforce", "strict"}, []string{"-pss-enforce", "podSecurity.enforce.level", `"strict"`}},
 		{"missing file", []string{"-profile", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml"}},
 		{"stray argument", []string{"extra"}, []string{"extra"}},
+		{"sidecar caller on behalf of users", []string{"-config", write("ui-sidecar.yaml", "apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\n"+
+			"authorization: {platformCallers: [{name: pipelines-ui, principal: cluster.local/ns/kubeflow/sa/ml-pipeline-ui, onBehalfOfUser: true, dataPlane: sidecar}]}\n")},
+			[]string{"ui-sidecar.yaml", "authorization.platformCallers[0].dataPlane", `"sidecar"`, "user-id header"}},
+		{"ipBlocks /0", []string{"-config", write("all.yaml", "apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\n"+
+			"authorization: {l4Exceptions: [{ipBlocks: [0.0.0.0/0]}]}\n")},
+			[]string{"all.yaml", "authorization.l4Exceptions[0].ipBlocks[0]", `"0.0.0.0/0"`, "every address"}},
 		{"custom class cluster", []string{"-cluster", "-config", customClass}, []string{"-cluster", `mesh.waypoint.className "corp-waypoint"`, "istio-waypoint"}},
 	}
 	for _, tc := range cases {
