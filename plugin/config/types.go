@@ -154,8 +154,10 @@ type Authorization struct {
 	// keep their defaults (a different value is an error saying that platformCallers wins).
 	// Default: "pipelines-ui" (on behalf of a user), "notebook-controller" (the culler: GET
 	// */api/kernels) and, with katibRule, "katib-controller" (any request), all "ambient", with the
-	// principals of Principals.
-	PlatformCallers []PlatformCaller `json:"platformCallers,omitempty"`
+	// principals of Principals. An empty list trusts no platform caller; the field is written out
+	// even when empty (no omitempty), so that a configuration written back keeps that meaning
+	// instead of turning into the defaults.
+	PlatformCallers []PlatformCaller `json:"platformCallers"`
 	// KatibRule adds the "katib-controller" platform caller to the default list, admitting
 	// Principals.KatibController: Katib's controller calls the suggestion and early-stopping
 	// services it runs in user namespaces. The profiles controller never wrote this rule; false

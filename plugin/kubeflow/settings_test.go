@@ -155,3 +155,37 @@ func TestConfigFromControllerLeavesBaseAlone(t *testing.T) {
 	assert.Equal(t, config.DefaultUserIDHeader, base.Authorization.UserIDHeader)
 	assert.Equal(t, config.ModeAmbient, base.Mesh.Mode)
 }
+
+// The default platform callers are built from the principals, so the controller's principals reach
+// the owner policy through them; a list the admin wrote is kept, and a controller principal that
+// it would ignore is an error naming the variable.
+func TestConfigFromControllerPrincipalsReachTheCallers(t *testing.T) {
+	s := controllerDefaults
+	s.Env = env(map[string]string{"NOTEBOOK_CONTROLLER_PRINCIPAL": "cluster.local/ns/notebooks/sa/nb", "KFP_UI_PRINCIPAL": "cluster.local/ns/pipelines/sa/ui"})
+	cfg, err := kubeflow.ConfigFromController(s)
+	require.NoError(t, err)
+	pol, err := authz.OwnerPolicy(cfg, "alice", "alice@example.com")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account", "cluster.local/ns/pipelines/sa/ui"},
+		pol.Spec.Rules[0].From[0].Source.Principals)
+	assert.Equal(t, []string{"cluster.local/ns/notebooks/sa/nb"}, pol.Spec.Rules[3].From[0].Source.Principals)
+	assert.Contains(t, cfg.ReservedNamespaces(), "notebooks")
+
+	base, err := config.Parse([]byte("apiVersion: " + config.APIVersion + "\nkind: " + config.Kind + `
+authorization:
+  platformCallers: [{name: ui, principal: cluster.local/ns/kubeflow/sa/ml-pipeline-ui, onBehalfOfUser: true}]
+`))
+	require.NoError(t, err)
+	s = controllerDefaults
+	s.Base = base
+	cfg, err = kubeflow.ConfigFromController(s)
+	require.NoError(t, err)
+	assert.Equal(t, base.Authorization.PlatformCallers, cfg.Authorization.PlatformCallers, "the admin's list is kept")
+
+	s.Env = env(map[string]string{"KFP_UI_PRINCIPAL": "cluster.local/ns/pipelines/sa/ui"})
+	_, err = kubeflow.ConfigFromController(s)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `authorization.principals.pipelinesUI: Invalid value: "cluster.local/ns/pipelines/sa/ui"`)
+	assert.Contains(t, err.Error(), "platformCallers is set, so it wins")
+	assert.Contains(t, err.Error(), "(from the controller's KFP_UI_PRINCIPAL)")
+}
