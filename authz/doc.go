@@ -4,11 +4,14 @@
 //
 // # Sidecar mode
 //
-// One policy, ns-owner-access-istio, with the rules the profiles controller has always written:
-// the ingress gateway and the Pipelines UI may call in on behalf of the owner (the user-id header
-// must name the owner), the namespace may call itself, health paths are open, the notebook
-// controller may GET kernels, and Katib's controller may reach the suggestion services it runs in
-// the namespace. Each contributor gets a policy of its own (see [ContributorPolicy]).
+// One policy, ns-owner-access-istio, with the rules the profiles controller has always written,
+// built from the configured platform callers (config.Authorization.PlatformCallers): the ingress
+// gateway and every caller on behalf of users (the Pipelines UI by default) may call in when the
+// user-id header names the owner, the namespace may call itself, health paths are open, and every
+// other caller may make the requests its entry allows (by default the notebook controller may GET
+// kernels, and Katib's controller may reach the suggestion services it runs in the namespace).
+// Each contributor gets a policy of its own (see [ContributorPolicy]), whose one rule is the same
+// header rule for the contributor.
 //
 // # Ambient mode: two layers, so nothing fails open
 //
@@ -23,12 +26,24 @@
 //     names a waypoint's ServiceAccount after its Gateway), so traffic that passed the L7 policy
 //     arrives;
 //   - the namespace itself;
-//   - the admin's L4 exceptions, such as a monitoring namespace scraping pod IPs.
+//   - each platform caller whose pods run sidecars (dataPlane "sidecar"), by its principal and
+//     ports: sidecars never send through a waypoint, so its calls arrive straight at ztunnel,
+//     which sees the sidecar's own identity (see sidecarCallers). Its methods and paths cannot be
+//     checked there, and Generate warns what that lets it reach. A caller on behalf of users is
+//     refused on sidecars by the configuration's validation: at L4 it would skip the header check;
+//   - the admin's L4 exceptions, such as a monitoring namespace, or a scraper outside the mesh by
+//     its ipBlocks (ztunnel compares them with the connection's source address).
 //
 // Once a namespace has any ALLOW policy, ztunnel denies everything else. Crucially it does not
 // admit the ingress gateway: with istio.io/ingress-use-waypoint the ingress's requests arrive
 // through the waypoint, and letting the ingress reach pods directly would let a request skip the
-// owner's header check. The config validation refuses L4 exceptions that would admit it.
+// owner's header check. The config validation refuses L4 exceptions that would admit it, or any
+// caller on behalf of users.
+//
+// istiod's ENABLE_LAYERED_WAYPOINT_AUTHORIZATION_POLICIES must stay off (its default): with it,
+// selector-less policies such as the ztunnel policy also apply in front of the waypoint, which
+// then refuses the ingress gateway and the ambient callers (closed, not open). Admitting the ingress
+// in the ztunnel policy instead would let it reach pods past the header check.
 //
 // Every policy without targetRefs that this package writes uses only L4 attributes; every rule
 // with paths, methods or headers sits in a policy with targetRefs. [L7Attributes] checks that, and
