@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -39,4 +40,23 @@ func ExampleValidateIdentity() {
 	// <nil>
 	// spec.owner.name: Invalid value: "*@example.com": Istio reads a leading '*' as a suffix match: it would match every value ending in "@example.com"; an identity must name exactly one caller
 	// spec.owner.name: Invalid value: "ali\u200bce@example.com": must not contain U+200B at byte 3: an invisible format character, which makes a look-alike of another user id
+}
+
+func ExampleConfig_Warnings() {
+	cfg, err := config.Parse([]byte(`
+apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1
+kind: PluginConfig
+authorization:
+  l4Exceptions:
+  - {ipBlocks: [10.42.7.0/24, 10.0.0.0/8], ports: [9091]}
+`))
+	if err != nil {
+		panic(err)
+	}
+	for _, w := range cfg.Warnings() {
+		headline, _, _ := strings.Cut(w, ": the ztunnel policy") // the rest explains what it admits
+		fmt.Println(headline)
+	}
+	// Output:
+	// authorization.l4Exceptions[0].ipBlocks[1]: "10.0.0.0/8" is a very wide range
 }
