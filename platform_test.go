@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,7 +47,7 @@ func deletePods(t *testing.T, c client.Client, namespace string) {
 		pods := &corev1.PodList{}
 		require.NoError(t, c.List(context.Background(), pods, client.InNamespace(namespace)))
 		return len(pods.Items) == 0
-	}, 10*1e9, 50*1e6)
+	}, 10*time.Second, 50*time.Millisecond)
 }
 
 // Issue 15, done when: the platform check is tested on the real API server with a sidecar-mode
@@ -211,7 +212,9 @@ func TestCheckPlatformReadErrors(t *testing.T) {
 		funcs interceptor.Funcs
 		want  string
 	}{
-		"namespace": {interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error { return boom }},
+		"namespace": {interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return boom
+		}},
 			"platform caller pipelines-ui (authorization.platformCallers[0].principal): reading Namespace kubeflow: boom"},
 		"pods": {interceptor.Funcs{List: func(_ context.Context, _ client.WithWatch, l client.ObjectList, _ ...client.ListOption) error {
 			if _, ok := l.(*corev1.PodList); ok {
