@@ -7,6 +7,11 @@
 //	go run ./examples/render -profile p.yaml -config c.yaml -pss-enforce restricted
 //	go run ./examples/render -waypoint-ready=false    # before istiod has programmed the waypoint
 //	go run ./examples/render -cluster                 # the cluster-wide objects, applied once
+//	go run ./examples/render -kubeconfig ~/.kube/config # also check that cluster's platform
+//
+// Without -kubeconfig it reads no cluster. With it, it also runs the platform check
+// (profileplugins.CheckPlatform) against that cluster, read-only, and prints each finding on
+// stderr as a "platform:" line; stdout is the same either way.
 //
 // Bad input exits with status 1 and one line on stderr naming the file and the field.
 package main
@@ -50,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	enforce := fs.String("pss-enforce", "", "shortcut for podSecurity.enforce.level: privileged, baseline or restricted")
 	ready := fs.Bool("waypoint-ready", true, "render as if istiod had programmed the waypoint (false: the state before, without istio.io/use-waypoint)")
 	cluster := fs.Bool("cluster", false, "render the cluster-wide objects instead of one namespace's")
+	kubeconfig := fs.String("kubeconfig", "", "also check the platform of this cluster (read-only); default: no cluster is read")
+	kubeContext := fs.String("context", "", "the kubeconfig context for -kubeconfig (default: the current one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,6 +80,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", flagSource(*configPath, *mode, *enforce), err)
+	}
+
+	if *kubeContext != "" && *kubeconfig == "" {
+		return fmt.Errorf("-context %q: needs -kubeconfig", *kubeContext)
+	}
+	if *kubeconfig != "" {
+		if err := checkPlatform(*kubeconfig, *kubeContext, cfg, stderr); err != nil {
+			return err
+		}
 	}
 
 	s := plugin.NewScheme()
