@@ -6,7 +6,8 @@
 //
 // It creates a Profile's namespace when missing, applies the plugins, writes their condition to
 // the Profile's status, records events for warnings and errors, exposes Prometheus metrics, and
-// revokes everything through a finalizer when the Profile is deleted.
+// revokes everything through a finalizer when the Profile is deleted. It also checks the platform
+// around the user namespaces (see profileplugins.CheckPlatform and platform.go).
 package main
 
 import (
@@ -88,6 +89,10 @@ func run(configPath, metricsAddr, probeAddr string, leaderElect bool, leaderID s
 	r.Recorder = mgr.GetEventRecorder("profile-plugins")
 	r.Metrics = NewMetrics(metrics.Registry)
 	if err := setup(mgr, r); err != nil {
+		return err
+	}
+	if err := setupPlatformCheck(mgr, &PlatformCheck{Reader: mgr.GetAPIReader(), Config: cfg, Recorder: r.Recorder,
+		Findings: NewPlatformFindings(metrics.Registry), Interval: *platformInterval}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

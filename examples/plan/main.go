@@ -4,7 +4,9 @@
 // answer as they would and nothing is persisted. It then prints, per namespace, the objects to
 // create, update or delete, the labels to add, change or remove, conflicts, refusals, pods the new
 // enforce level would reject, what the plugins would wait for, and the namespace's readiness for
-// ambient mode.
+// ambient mode. Before the namespaces it prints the platform check's findings
+// (profileplugins.CheckPlatform): platform callers on another data plane than configured, an
+// ingress gateway without pods, a waypoint that Pod Security would reject.
 //
 //	go run ./examples/plan                                  # current kubeconfig context, defaults
 //	go run ./examples/plan -config c.yaml -profiles alice,bob -diff
@@ -13,7 +15,8 @@
 //
 // Exit status: 0 when nothing needs attention (changes and waits alone do not), 2 when some
 // namespace has a conflict, a refusal, a violating pod or an ambient readiness issue that breaks
-// traffic, 1 when the plan could not be made. The JSON schema is documented on [Report].
+// traffic, or the platform check found something, 1 when the plan could not be made. The JSON
+// schema is documented on [Report].
 //
 // A plan shows one reconcile. What takes several (a waypoint becoming Programmed, then the
 // namespace getting istio.io/use-waypoint) shows as waiting, and the next plan after an apply

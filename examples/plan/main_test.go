@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
@@ -23,6 +24,7 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 )
 
@@ -51,6 +53,7 @@ func prepareRollout(t *testing.T, c client.Client) map[string]*profilev1.Profile
 func TestRolloutPlan(t *testing.T) {
 	env := envtest.Start(t)
 	c := env.Client
+	fixture.Platform(t, c, config.Default())
 	profiles := prepareRollout(t, c)
 	configPath := writeConfig(t, rolloutConfig)
 	opts := options{configPath: configPath, profiles: rollout, parallel: 3}
@@ -313,6 +316,7 @@ func TestPlanReportsReadinessAndRefusals(t *testing.T) {
 // error: there is nothing to plan there yet.
 func TestMissingNamespaceIsWaiting(t *testing.T) {
 	env := envtest.Start(t)
+	fixture.Platform(t, env.Client, config.Default())
 	require.NoError(t, env.Client.Create(context.Background(), &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "newcomer"},
 		Spec: profilev1.ProfileSpec{Owner: fixture.User("newcomer@example.com")}}))
 	js, code := planOutput(t, env.Base, options{profiles: []string{"newcomer"}, output: "json"})
@@ -398,4 +402,47 @@ func TestProgressIsSilentWithoutATerminal(t *testing.T) {
 	bar.start(2)
 	bar.step("alice")
 	assert.Contains(t, buf.String(), "1/2 alice")
+}
+
+// Issue 15: the plan shows the platform check's findings first, and they need attention: here
+// the notebook controller's namespace still runs sidecars and the ingress gateway has no pods.
+// (Restricted without the seccomp patch, the waypoint finding, is refused by validation until
+// class defaults can stand in for the patch; the library tests cover it.)
+func TestPlanReportsPlatform(t *testing.T) {
+	env := envtest.Start(t)
+	c := env.Client
+	body := `podSecurity:
+  enforce:
+    level: restricted
+mesh:
+  istiodNamespace: plan-istiod
+authorization:
+  adoptOwnerPolicy: true
+  principals:
+    ingressGateway: cluster.local/ns/plan-gateway/sa/gateway
+  platformCallers:
+  - name: notebook-controller
+    principal: cluster.local/ns/plan-kubeflow/sa/notebook-controller-service-account
+    methods: [GET]
+    paths: ["*/api/kernels"]
+`
+	cfg := fixture.Config(t, body)
+	fixture.Platform(t, c, cfg)
+	require.NoError(t, c.Delete(context.Background(), fixture.MeshPod("plan-gateway", "gateway-0", "", nil)))
+	fixture.Label(t, c, "plan-kubeflow", map[string]*string{"istio.io/dataplane-mode": nil, "istio-injection": ptr.To("enabled")})
+	require.NoError(t, c.Delete(context.Background(), fixture.MeshPod("plan-kubeflow", "notebook-controller-service-account-0", "", nil)))
+	fixture.Ensure(t, c, fixture.MeshPod("plan-kubeflow", "notebook-controller-1", "notebook-controller-service-account", fixture.SidecarPod))
+	createProfile(t, c, "platform-user")
+
+	opts := options{configPath: writeConfig(t, body), profiles: []string{"platform-user"}}
+	text, code := planOutput(t, env.Base, opts)
+	assert.Equal(t, exitAttention, code)
+	golden.Assert(t, "plan/platform.txt", stable(text))
+	opts.output = "json"
+	js, _ := planOutput(t, env.Base, opts)
+	r := decodeReport(t, js)
+	require.Len(t, r.Platform, 2)
+	assert.Equal(t, plugins.FindingDataPlaneMismatch, r.Platform[0].Kind)
+	assert.Equal(t, plugins.FindingIngressGatewayMissing, r.Platform[1].Kind)
+	assert.Equal(t, 2, r.Summary.Platform)
 }

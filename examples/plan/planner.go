@@ -69,6 +69,11 @@ func (p *planner) plan(ctx context.Context, names []string, parallel int, bar *p
 	}
 	wg.Wait()
 	bar.done()
+	platform, err := plugins.CheckPlatform(ctx, p.c, p.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("platform check: %w", err)
+	}
+	report.Platform = platform.Findings
 	report.summarize()
 	return report, nil
 }

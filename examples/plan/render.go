@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	plugins "github.com/kubeflow-ambient/profile-plugins"
 )
 
 // statusWords say each Status in the text output.
@@ -17,6 +19,7 @@ var statusWords = map[string]string{
 // writeText prints the plan for people: one block per namespace, then the summary line.
 func writeText(w io.Writer, r *Report) error {
 	tw := &textWriter{w: w}
+	tw.platform(r.Platform)
 	for i := range r.Namespaces {
 		tw.namespace(&r.Namespaces[i])
 	}
@@ -116,12 +119,27 @@ func (t *textWriter) readiness(fs []ReadinessFinding) {
 	}
 }
 
+// platform prints the platform check's findings, which concern every namespace, first.
+func (t *textWriter) platform(fs []plugins.PlatformFinding) {
+	if len(fs) == 0 {
+		return
+	}
+	t.printf("platform: needs attention\n")
+	for _, f := range fs {
+		t.printf("    ! %s: %s (%s): %s\n      fix: %s\n", f.Kind, f.What, f.Subject(), f.Problem, f.Fix)
+	}
+	t.printf("\n")
+}
+
 func (t *textWriter) summary(s Summary) {
 	t.printf("Plan: %d namespace(s): %d unchanged, %d with changes, %d need attention, %d incomplete.\n",
 		s.Namespaces, s.Unchanged, s.Changes, s.Attention, s.Error)
 	t.printf("Writes: %d to create, %d to update, %d to delete, %d label(s) to change.\n", s.Create, s.Update, s.Delete, s.Labels)
 	t.printf("Findings: %d conflict(s), %d refusal(s), %d violation(s), %d readiness issue(s), %d waiting, %d error(s).\n",
 		s.Conflicts, s.Refusals, s.Violations, s.Readiness, s.Waiting, s.Errors)
+	if s.Platform > 0 {
+		t.printf("Platform: %d finding(s), listed first.\n", s.Platform)
+	}
 }
 
 func indent(s, prefix string) string {

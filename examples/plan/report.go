@@ -1,5 +1,7 @@
 package main
 
+import plugins "github.com/kubeflow-ambient/profile-plugins"
+
 // SchemaVersion is the version of the JSON document `-o json` prints. It changes only when a field
 // is removed or changes meaning; new optional fields keep it.
 const SchemaVersion = 1
@@ -11,7 +13,11 @@ const SchemaVersion = 1
 type Report struct {
 	SchemaVersion int             `json:"schemaVersion"`
 	Namespaces    []NamespacePlan `json:"namespaces"`
-	Summary       Summary         `json:"summary"`
+	// Platform are the findings of profileplugins.CheckPlatform: platform callers on another data
+	// plane than configured, a missing ingress gateway, a waypoint that cannot start. Each breaks
+	// traffic into every user namespace (exit status 2).
+	Platform []plugins.PlatformFinding `json:"platform,omitempty"`
+	Summary  Summary                   `json:"summary"`
 }
 
 // NamespacePlan is what one Profile's Apply would do to its namespace.
@@ -105,6 +111,8 @@ type Summary struct {
 	Waiting    int `json:"waiting"`
 	Readiness  int `json:"readiness"`
 	Errors     int `json:"errors"`
+	// Platform counts the platform findings.
+	Platform int `json:"platform"`
 }
 
 // Status values of a NamespacePlan.
@@ -175,15 +183,17 @@ func (r *Report) summarize() {
 		s.Readiness += len(n.Readiness)
 		s.Errors += len(n.Errors)
 	}
+	s.Platform = len(r.Platform)
 	r.Summary = s
 }
 
-// exitStatus is 1 when any namespace could not be planned, 2 when any needs attention, else 0.
+// exitStatus is 1 when any namespace could not be planned, 2 when any needs attention or the
+// platform check found something, else 0.
 func (r *Report) exitStatus() int {
 	switch {
 	case r.Summary.Error > 0:
 		return exitError
-	case r.Summary.Attention > 0:
+	case r.Summary.Attention > 0 || r.Summary.Platform > 0:
 		return exitAttention
 	}
 	return exitOK

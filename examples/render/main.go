@@ -8,9 +8,14 @@
 //	go run ./examples/render -waypoint-ready=false    # before istiod has programmed the waypoint
 //	go run ./examples/render -cluster                 # the cluster-wide objects, applied once
 //	go run ./examples/render -config examples/render/configs/knative-activator.yaml
+//	go run ./examples/render -kubeconfig ~/.kube/config # also check that cluster's platform
 //
 // Configuration warnings (such as a very wide L4 exception ipBlocks range) and the plugins' notes
 // go to stderr, so the YAML on stdout stays applicable.
+//
+// Without -kubeconfig it reads no cluster. With it, it also runs the platform check
+// (profileplugins.CheckPlatform) against that cluster, read-only, and prints each finding on
+// stderr as a "platform:" line; stdout is the same either way.
 //
 // Bad input exits with status 1 and one line on stderr naming the file and the field.
 package main
@@ -54,6 +59,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	enforce := fs.String("pss-enforce", "", "shortcut for podSecurity.enforce.level: privileged, baseline or restricted")
 	ready := fs.Bool("waypoint-ready", true, "render as if istiod had programmed the waypoint (false: the state before, without istio.io/use-waypoint)")
 	cluster := fs.Bool("cluster", false, "render the cluster-wide objects instead of one namespace's")
+	kubeconfig := fs.String("kubeconfig", "", "also check the platform of this cluster (read-only); default: no cluster is read")
+	kubeContext := fs.String("context", "", "the kubeconfig context for -kubeconfig (default: the current one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -80,6 +87,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stderr, "warning: %s: %s\n", flagSource(*configPath, *mode, *enforce), w)
+	}
+
+	if *kubeContext != "" && *kubeconfig == "" {
+		return fmt.Errorf("-context %q: needs -kubeconfig", *kubeContext)
+	}
+	if *kubeconfig != "" {
+		if err := checkPlatform(*kubeconfig, *kubeContext, cfg, stderr); err != nil {
+			return err
+		}
 	}
 
 	s := plugin.NewScheme()

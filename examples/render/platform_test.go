@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+)
+
+func TestMain(m *testing.M) { envtest.Main(m) }
+
+// writeKubeconfig points a kubeconfig's context "envtest" at the test API server.
+func writeKubeconfig(t *testing.T, env *envtest.Env) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Base.Host, CertificateAuthorityData: env.Base.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Base.CertData, ClientKeyData: env.Base.KeyData, Token: env.Base.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	return path
+}
+
+// Issue 15: given a cluster, render prints the platform check's findings on stderr, and the same
+// YAML on stdout as without one.
+func TestRenderChecksTheGivenCluster(t *testing.T) {
+	env := envtest.Start(t)
+	kubeconfig := writeKubeconfig(t, env)
+
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run([]string{"-kubeconfig", kubeconfig}, &stdout, &stderr), stderr.String())
+	golden.Assert(t, "render/default.yaml", stdout.Bytes())
+	var platform []string
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.HasPrefix(l, "platform: ") {
+			platform = append(platform, strings.SplitN(strings.TrimPrefix(l, "platform: "), " (", 2)[0])
+		}
+	}
+	assert.Equal(t, []string{
+		"CallerNamespaceMissing: pipelines-ui", "CallerNamespaceMissing: notebook-controller",
+		"CallerNamespaceMissing: katib-controller", "IngressGatewayMissing: ingress-gateway",
+	}, platform, "an empty cluster: %s", stderr.String())
+
+	fixture.Platform(t, env.Client, config.Default())
+	stdout.Reset()
+	stderr.Reset()
+	require.NoError(t, run([]string{"-kubeconfig", kubeconfig, "-context", "envtest", "-cluster"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "note: platform check: no findings\n")
+	assert.NotContains(t, stderr.String(), "platform: ")
+	golden.Assert(t, "render/cluster.yaml", stdout.Bytes())
+
+	err := run([]string{"-kubeconfig", kubeconfig, "-context", "nowhere"}, &stdout, &stderr)
+	assert.ErrorContains(t, err, "-kubeconfig "+kubeconfig)
+	assert.ErrorContains(t, run([]string{"-context", "envtest"}, &stdout, &stderr), `-context "envtest": needs -kubeconfig`)
+}
