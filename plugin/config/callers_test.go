@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
@@ -168,4 +169,17 @@ authorization:
 	for _, s := range []string{"past the waypoint", "mesh pods whose IPs fall in it", "every waypoint", "waypoint pod's IP"} {
 		assert.Contains(t, w[0], s)
 	}
+}
+
+// An explicit empty list must survive being written back: with omitempty it would vanish, and the
+// parsed copy would get the defaults again, reopening paths or trusting callers the admin removed.
+func TestEmptyListsRoundTrip(t *testing.T) {
+	c, err := config.Parse([]byte(header + "authorization: {platformCallers: [], healthPaths: []}\n"))
+	require.NoError(t, err)
+	out, err := yaml.Marshal(c)
+	require.NoError(t, err)
+	again, err := config.Parse(out)
+	require.NoError(t, err, string(out))
+	assert.Empty(t, again.Authorization.PlatformCallers)
+	assert.Empty(t, again.Authorization.HealthPaths, string(out))
 }

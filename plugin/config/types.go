@@ -130,7 +130,7 @@ type Authorization struct {
 	Principals Principals `json:"principals,omitempty"`
 	// HealthPaths are reachable without identity, for kubelet probes through the mesh.
 	// Default: /healthz, /metrics, /wait-for-drain.
-	HealthPaths []string `json:"healthPaths,omitempty"`
+	HealthPaths []string `json:"healthPaths"`
 	// L4Exceptions are sources the ambient ztunnel policy admits directly, without the waypoint,
 	// such as a monitoring namespace that scrapes pod IPs. They bypass every L7 rule, so list
 	// only what must. An exception that covers the ingress gateway or a platform caller with
