@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -149,6 +150,11 @@ func BenchmarkAPI(b *testing.B) {
 func record(b *testing.B, rep *proc.Report, n, run, position int) {
 	fmt.Printf("informers %s run=%d: %s\n", rep.Impl, run, strings.Join(rep.Informers, ", "))
 	for _, p := range rep.Passes {
+		var by []string
+		for _, k := range slices.Sorted(maps.Keys(p.WritesBy)) {
+			by = append(by, fmt.Sprintf("%s %.2f", k, float64(p.WritesBy[k])/float64(n)))
+		}
+		fmt.Printf("writes/ns %s %s run=%d N=%d: %s\n", rep.Impl, p.Name, run, n, strings.Join(by, ", "))
 		b.Run(fmt.Sprintf("%s/%s/run=%d/N=%d", p.Name, rep.Impl, run, n), func(b *testing.B) {
 			per := func(v int) float64 { return float64(v) / float64(n) }
 			for _, verb := range []string{"GET", "LIST", http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {

@@ -71,6 +71,9 @@ var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 // informersLine is what the API benchmark prints for each process: the informers it opened.
 var informersLine = regexp.MustCompile(`^informers (\S+) run=\d+: (.*)$`)
 
+// writesLine is what the API benchmark prints for each pass: its writes by verb and resource.
+var writesLine = regexp.MustCompile(`^writes/ns (\S+) (\S+) run=(\d+) N=(\d+): (.*)$`)
+
 func parse(raw string) []result {
 	var out []result
 	sc := bufio.NewScanner(strings.NewReader(raw))
@@ -152,11 +155,12 @@ type data struct {
 	api       map[apiKey]*series
 	ns        []string            // the N values, ascending
 	informers map[string][]string // impl -> informers, first seen
+	writesBy  map[apiKey]string   // run 1's writes by verb and resource
 	cpu       string
 }
 
 func collect(raws []string) *data {
-	d := &data{gen: map[string]*series{}, api: map[apiKey]*series{}, informers: map[string][]string{}}
+	d := &data{gen: map[string]*series{}, api: map[apiKey]*series{}, informers: map[string][]string{}, writesBy: map[apiKey]string{}}
 	seenN := map[string]bool{}
 	for _, raw := range raws {
 		for _, l := range strings.Split(raw, "\n") {
@@ -165,6 +169,9 @@ func collect(raws []string) *data {
 			}
 			if m := informersLine.FindStringSubmatch(l); m != nil && d.informers[m[1]] == nil {
 				d.informers[m[1]] = strings.Split(m[2], ", ")
+			}
+			if m := writesLine.FindStringSubmatch(l); m != nil && m[3] == "1" {
+				d.writesBy[apiKey{pass: m[2], impl: m[1], n: m[4]}] = m[5]
 			}
 		}
 		for _, r := range parse(raw) {
@@ -229,10 +236,10 @@ func write(w io.Writer, command string, m machine, raws []string) error {
 	for _, n := range d.ns {
 		writeAPI(w, d, n)
 	}
-	fmt.Fprintf(w, "\n## Raw output\n\nThe lines benchstat reads, and the informers each process opened, as `go test` printed them.\n\n```\n")
+	fmt.Fprintf(w, "\n## Raw output\n\nThe lines benchstat reads, and what each process printed (informers, writes by resource), as `go test` printed them.\n\n```\n")
 	for _, raw := range raws {
 		for _, l := range strings.Split(raw, "\n") {
-			if benchstatLine.MatchString(l) || informersLine.MatchString(l) {
+			if benchstatLine.MatchString(l) || informersLine.MatchString(l) || writesLine.MatchString(l) {
 				fmt.Fprintln(w, l)
 			}
 		}
@@ -300,6 +307,17 @@ func writeAPI(w io.Writer, d *data, n string) {
 				spread(s.get("patch/ns"), "%.2f"), spread(s.get("delete/ns"), "%.2f"), spread(s.get("writes/ns"), "%.2f"),
 				spread(s.get("wall-s"), "%.2f"), ratio(s.get("wall-s"), base.get("wall-s")))
 		}
+	}
+	var by []string
+	for _, pass := range passes {
+		for _, impl := range impls {
+			if w, ok := d.writesBy[apiKey{pass, impl, n}]; ok && w != "" {
+				by = append(by, fmt.Sprintf("| %s | %s | %s |", pass, impl, w))
+			}
+		}
+	}
+	if len(by) > 0 {
+		fmt.Fprintf(w, "\nWrites per namespace by verb and resource (run 1; `PATCH namespaces` are label writes):\n\n| pass | implementation | writes/ns |\n| --- | --- | --- |\n%s\n", strings.Join(by, "\n"))
 	}
 	var names []string
 	for _, impl := range impls {

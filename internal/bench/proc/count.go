@@ -1,7 +1,9 @@
 package proc
 
 import (
+	"maps"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 
@@ -13,12 +15,13 @@ import (
 type counter struct {
 	mu      sync.Mutex
 	counts  map[string]int
+	writes  map[string]int // "PATCH namespaces": writes by verb and resource
 	watches []string
 	seen    map[string]bool
 }
 
 func countRequests(cfg *rest.Config) (*rest.Config, *counter) {
-	c := &counter{counts: map[string]int{}, seen: map[string]bool{}}
+	c := &counter{counts: map[string]int{}, writes: map[string]int{}, seen: map[string]bool{}}
 	cfg = rest.CopyConfig(cfg)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, c: c} }
 	return cfg, c
@@ -39,6 +42,7 @@ func (c *counter) record(r *http.Request) {
 	defer c.mu.Unlock()
 	if r.Method != http.MethodGet {
 		c.counts[r.Method]++
+		c.writes[r.Method+" "+kindOf(r.URL.Path)]++
 		return
 	}
 	q := r.URL.Query()
@@ -102,18 +106,34 @@ func isList(path string) bool {
 	return len(rest)%2 == 1
 }
 
-func (c *counter) snapshot() map[string]int {
+// kindOf is the resource a request path names, without namespace or name: /api/v1/namespaces/x
+// and /api/v1/namespaces are "namespaces", .../namespaces/x/configmaps/y is "configmaps".
+func kindOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	start := 2
+	if parts[0] == "apis" {
+		start = 3
+	}
+	if len(parts) <= start {
+		return path
+	}
+	rest := parts[start:]
+	if len(rest) > 2 && rest[0] == "namespaces" {
+		rest = rest[2:]
+	}
+	return rest[0]
+}
+
+func (c *counter) snapshot() (counts, writes map[string]int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.counts))
-	for k, v := range c.counts {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.counts), maps.Clone(c.writes)
 }
 
 func (c *counter) watched() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string(nil), c.watches...)
+	out := append([]string(nil), c.watches...)
+	sort.Strings(out)
+	return out
 }

@@ -53,7 +53,7 @@ type Report struct {
 	Impl   string       `json:"impl"`
 	Passes []PassReport `json:"passes"`
 	// Informers are the resources the process watched (one informer each), "(metadata)" marking
-	// metadata-only ones, in the order they were opened.
+	// metadata-only ones, sorted.
 	Informers []string `json:"informers"`
 	// StartSeconds is the time from start to synced informers, before the first pass.
 	StartSeconds float64 `json:"startSeconds"`
@@ -68,7 +68,9 @@ type PassReport struct {
 	Name string `json:"name"`
 	// Requests counts the requests sent during the pass by verb: GET (a Get), LIST, POST, PUT,
 	// PATCH, DELETE. Informers' watches are not requests of a pass.
-	Requests    map[string]int `json:"requests"`
+	Requests map[string]int `json:"requests"`
+	// Writes counts the writes of the pass by verb and resource, "PATCH namespaces" for one.
+	WritesBy    map[string]int `json:"writesBy"`
 	WallSeconds float64        `json:"wallSeconds"`
 	// Errors are the first few namespaces whose reconcile failed, and how.
 	Errors []string `json:"errors,omitempty"`
@@ -178,7 +180,7 @@ func start1(ctx context.Context, name string, cfg *rest.Config) (implementation,
 const maxErrors = 5
 
 func runPass(ctx context.Context, impl implementation, cfg *config.Config, pass string, spec Spec, count *counter) (PassReport, error) {
-	before := count.snapshot()
+	before, beforeWrites := count.snapshot()
 	work := make(chan string)
 	var (
 		mu   sync.Mutex
@@ -207,14 +209,19 @@ func runPass(ctx context.Context, impl implementation, cfg *config.Config, pass 
 	close(work)
 	wg.Wait()
 	wall := time.Since(began)
-	after := count.snapshot()
+	after, afterWrites := count.snapshot()
+	return PassReport{Name: pass, Requests: minus(after, before), WritesBy: minus(afterWrites, beforeWrites),
+		WallSeconds: wall.Seconds(), Errors: errs}, ctx.Err()
+}
+
+func minus(after, before map[string]int) map[string]int {
 	delta := map[string]int{}
 	for k, v := range after {
 		if d := v - before[k]; d != 0 {
 			delta[k] = d
 		}
 	}
-	return PassReport{Name: pass, Requests: delta, WallSeconds: wall.Seconds(), Errors: errs}, ctx.Err()
+	return delta
 }
 
 // peakRSS is this process's peak resident memory (VmHWM), in MiB.
