@@ -1,442 +1,385 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
-	"reflect"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	"github.com/kubeflow-ambient/profile-plugins/internal/bench/clutter"
+	"github.com/kubeflow-ambient/profile-plugins/internal/bench/proc"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
-	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 )
 
 // Workers is the concurrency of every implementation, like MaxConcurrentReconciles.
 const Workers = 4
 
-func TestMain(m *testing.M) { envtest.Main(m) }
+// A benchmark process is this test binary run again with these variables set: the file holding
+// its proc.Spec and the file to write its proc.Report to.
+const (
+	procSpecEnv   = "BENCH_PROC_SPEC"
+	procReportEnv = "BENCH_PROC_REPORT"
+)
 
-// profiles is N, from BENCH_PROFILES (default 10, which `make test` uses; `make bench` 1000).
-func profiles(b *testing.B) int {
-	n := 10
-	if v := os.Getenv("BENCH_PROFILES"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			b.Fatalf("BENCH_PROFILES=%q: want a positive number", v)
-		}
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(procSpecEnv); spec != "" {
+		log.SetLogger(logr.Discard())
+		os.Exit(proc.Main(spec, os.Getenv(procReportEnv)))
 	}
-	return n
+	envtest.Main(m)
 }
 
-// world is the API server with a shared informer cache, as a manager has.
-type world struct {
-	base   client.Client // uncounted, for setup
-	cached client.Client // counted writes, cached reads
-	count  *envtest.Counter
-	cache  cache.Cache
-	scheme *runtime.Scheme
+// knobs are the benchmark's environment variables.
+type knobs struct {
+	n       int      // BENCH_PROFILES: namespaces (default 10, which `make test` uses)
+	runs    int      // BENCH_RUNS: rotated runs (default 3)
+	impls   []string // BENCH_IMPLS: comma-separated (default library,baseline; floor may be added)
+	clutter bool     // BENCH_CLUTTER: 0 leaves the namespaces empty (default 1)
 }
 
-func newWorld(b *testing.B) *world {
-	env := envtest.Start(b)
-	s := plugin.NewScheme()
-	c, err := cache.New(env.Base, cache.Options{Scheme: s})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	go func() { _ = c.Start(ctx) }()
-	// Every type read through the cache, informed before any measurement.
-	for _, obj := range watched() {
-		if _, err := c.GetInformer(ctx, obj); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if !c.WaitForCacheSync(ctx) {
-		b.Fatal("cache did not sync")
-	}
-	counted, count := envtest.CountRequests(env.Base)
-	cc, err := client.New(counted, client.Options{Scheme: s, Cache: &client.CacheOptions{Reader: c}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	base, err := client.New(env.Base, client.Options{Scheme: s})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return &world{base: base, cached: cc, count: count, cache: c, scheme: s}
-}
-
-func watched() []client.Object {
-	ps, err := plugins.New(config.Default())
-	if err != nil {
-		panic(err)
-	}
-	return append([]client.Object{&corev1.Namespace{}, &corev1.Pod{}}, kindsAsObjects(ps)...)
-}
-
-// kindsAsObjects turns the plugins' list types into their item types.
-func kindsAsObjects(ps []plugin.Plugin) []client.Object {
-	s := plugin.NewScheme()
-	var out []client.Object
-	for _, p := range ps {
-		for _, l := range p.Kinds() {
-			if meta, ok := l.(*metav1.PartialObjectMetadataList); ok {
-				// A kind read as metadata only: its informer holds metadata too.
-				item := &metav1.PartialObjectMetadata{}
-				item.SetGroupVersionKind(meta.GroupVersionKind().GroupVersion().WithKind(strings.TrimSuffix(meta.Kind, "List")))
-				out = append(out, item)
-				continue
+func readKnobs(b *testing.B) knobs {
+	k := knobs{n: 10, runs: 3, impls: []string{proc.Library, proc.Baseline}, clutter: true}
+	positive := func(name string, into *int) {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				b.Fatalf("%s=%q: want a positive number", name, v)
 			}
-			gvks, _, err := s.ObjectKinds(l)
-			if err != nil {
-				panic(err)
-			}
-			item, err := s.New(gvks[0].GroupVersion().WithKind(strings.TrimSuffix(gvks[0].Kind, "List")))
-			if err != nil {
-				panic(err)
-			}
-			out = append(out, item.(client.Object))
+			*into = n
 		}
 	}
-	return out
-}
-
-// settle waits until the cache holds what the API server holds for the watched types, so the
-// next phase observes the previous one's writes, as it would a moment later in a controller.
-func (w *world) settle(b *testing.B) {
-	ctx := context.Background()
-	deadline := time.Now().Add(5 * time.Minute)
-	for _, obj := range watched() {
-		gvk, err := w.cached.GroupVersionKindFor(obj)
-		if err != nil {
-			b.Fatal(err)
-		}
-		listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-		newList := func() runtime.Object {
-			if _, metadataOnly := obj.(*metav1.PartialObjectMetadata); metadataOnly {
-				l := &metav1.PartialObjectMetadataList{}
-				l.SetGroupVersionKind(listGVK)
-				return l
-			}
-			l, _ := w.scheme.New(listGVK)
-			return l
-		}
-		for {
-			direct, cached := newList(), newList()
-			if err := w.base.List(ctx, direct.(client.ObjectList)); err != nil {
-				b.Fatal(err)
-			}
-			if err := w.cache.List(ctx, cached.(client.ObjectList)); err != nil {
-				b.Fatal(err)
-			}
-			if versions(direct) == versions(cached) {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("cache of %s did not catch up", gvk.Kind)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-}
-
-// versions maps every object of a list to its resourceVersion, encoded for comparison.
-func versions(list runtime.Object) string {
-	items, _ := metaItems(list)
-	m := map[string]string{}
-	for _, o := range items {
-		m[o.GetNamespace()+"/"+o.GetName()] = o.GetResourceVersion()
-	}
-	data, _ := json.Marshal(m)
-	return string(data)
-}
-
-// implementation applies the desired state of one namespace.
-type implementation func(ctx context.Context, w *world, cfg *config.Config, ns string) error
-
-func library(ctx context.Context, w *world, cfg *config.Config, ns string) error {
-	ps, err := plugins.New(cfg)
-	if err != nil {
-		return err
-	}
-	r, err := plugin.NewRunner(w.cached, ps...)
-	if err != nil {
-		return err
-	}
-	return r.Apply(ctx, profileOf(ns)).Err()
-}
-
-func profileOf(ns string) *profilev1.Profile {
-	return &profilev1.Profile{
-		ObjectMeta: metav1.ObjectMeta{Name: ns, UID: types.UID("uid-" + ns)},
-		Spec:       profilev1.ProfileSpec{Owner: fixture.User(ns + "@example.com")},
-	}
-}
-
-// desired is what every implementation writes: the plugins' rendering, owner references included.
-func desired(w *world, cfg *config.Config, ns string) ([]client.Object, map[string]string, error) {
-	ps, err := plugins.New(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	p := profileOf(ns)
-	r, err := plugin.Render(w.scheme, ps, plugin.Target{Namespace: ns, Owner: p.Spec.Owner.Name, Profile: p})
-	if err != nil {
-		return nil, nil, err
-	}
-	var objs []client.Object
-	for _, u := range r.Objects {
-		typed, err := w.scheme.New(u.GroupVersionKind())
-		if err != nil {
-			return nil, nil, err
-		}
-		data, err := json.Marshal(u.Object)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := json.Unmarshal(data, typed); err != nil {
-			return nil, nil, err
-		}
-		objs = append(objs, typed.(client.Object))
-	}
-	return objs, r.Namespace.GetLabels(), nil
-}
-
-// baseline is the profiles controller's pattern: cached Get, Create when missing, compare the
-// fields it sets, Update when they differ; the same for the namespace's labels.
-func baseline(ctx context.Context, w *world, cfg *config.Config, ns string) error {
-	objs, labels, err := desired(w, cfg, ns)
-	if err != nil {
-		return err
-	}
-	for _, want := range objs {
-		found := want.DeepCopyObject().(client.Object)
-		err := w.cached.Get(ctx, client.ObjectKeyFromObject(want), found)
-		if apierrors.IsNotFound(err) {
-			if err := w.cached.Create(ctx, want.DeepCopyObject().(client.Object)); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if same(found, want) {
-			continue
-		}
-		update := want.DeepCopyObject().(client.Object)
-		update.SetResourceVersion(found.GetResourceVersion())
-		if err := w.cached.Update(ctx, update); err != nil {
-			return err
-		}
-	}
-	n := &corev1.Namespace{}
-	if err := w.cached.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
-		return err
-	}
-	changed := false
-	for k, v := range labels {
-		if n.Labels[k] != v {
-			if n.Labels == nil {
-				n.Labels = map[string]string{}
-			}
-			n.Labels[k] = v
-			changed = true
-		}
-	}
-	if changed {
-		return w.cached.Update(ctx, n)
-	}
-	return nil
-}
-
-// same compares what the baseline sets: labels, annotations and the spec (or data), each as a
-// subset, since the API server adds defaults.
-func same(found, want client.Object) bool {
-	f, w := jsonMap(found), jsonMap(want)
-	for _, key := range []string{"spec", "data"} {
-		if !subset(f[key], w[key]) {
-			return false
-		}
-	}
-	fm, _ := f["metadata"].(map[string]any)
-	wm, _ := w["metadata"].(map[string]any)
-	return subset(fm["labels"], wm["labels"]) && subset(fm["annotations"], wm["annotations"])
-}
-
-func jsonMap(o any) map[string]any {
-	data, _ := json.Marshal(o)
-	var m map[string]any
-	_ = json.Unmarshal(data, &m)
-	return m
-}
-
-func subset(got, want any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return len(w) == 0
-		}
-		for k, v := range w {
-			if !subset(g[k], v) {
-				return false
+	positive("BENCH_PROFILES", &k.n)
+	positive("BENCH_RUNS", &k.runs)
+	if v := os.Getenv("BENCH_IMPLS"); v != "" {
+		k.impls = strings.Split(v, ",")
+		for _, impl := range k.impls {
+			if impl != proc.Library && impl != proc.Baseline && impl != proc.Floor {
+				b.Fatalf("BENCH_IMPLS=%q: %q is not one of %s, %s, %s", v, impl, proc.Library, proc.Baseline, proc.Floor)
 			}
 		}
-		return true
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return false
-		}
-		for i := range w {
-			if !subset(g[i], w[i]) {
-				return false
-			}
-		}
-		return true
 	}
-	return reflect.DeepEqual(got, want)
+	k.clutter = os.Getenv("BENCH_CLUTTER") != "0"
+	return k
 }
 
-// floor writes the same objects with no reads at all: one Create each and one label patch.
-func floor(ctx context.Context, w *world, cfg *config.Config, ns string) error {
-	objs, labels, err := desired(w, cfg, ns)
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		if err := w.cached.Create(ctx, o); err != nil {
-			return err
-		}
-	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
-	return w.cached.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, client.RawPatch(types.MergePatchType, patch))
-}
-
-// run applies impl to every namespace with Workers goroutines and reports requests per namespace.
-func (w *world) run(b *testing.B, impl implementation, cfg *config.Config, nss []string) {
+// BenchmarkAPI runs each implementation in a process of its own against N namespaces holding
+// clutter (package clutter), through three passes: the first reconcile, a steady one with nothing
+// changed, and a change of one object per namespace (proc.Changed). It repeats that BENCH_RUNS
+// times with the implementations in rotated order (run 1: library, baseline; run 2: baseline,
+// library; ...), so neither always runs on a warmer or a more tired API server.
+//
+// Every process starts on fresh state: the namespaces and their clutter stay (creating them is
+// the slow part, and both implementations then cache the same clutter), and what the previous
+// process wrote is taken away before the next starts (reset, not counted). Separate namespace
+// sets would multiply the clutter by the number of processes.
+func BenchmarkAPI(b *testing.B) {
 	if b.N != 1 {
 		b.Fatalf("the API benchmark measures one pass; run it with -benchtime=1x (b.N=%d)", b.N)
 	}
-	before := w.count.Snapshot()
-	work := make(chan string)
-	errs := make(chan error, len(nss))
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range Workers {
+	k := readKnobs(b)
+	envtest.ForScale()
+	env := envtest.Start(b)
+	ctx := context.Background()
+	setup, err := client.New(unthrottled(env.Base), client.Options{Scheme: envtest.NewScheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	kubeconfig := writeKubeconfig(b, env.Base)
+
+	began := time.Now()
+	nss, objects := createNamespaces(ctx, b, setup, k)
+	took := time.Since(began)
+	b.Run(fmt.Sprintf("clutter/N=%d", k.n), func(b *testing.B) {
+		b.ReportMetric(float64(objects), "objects")
+		b.ReportMetric(took.Seconds(), "wall-s")
+		b.ReportMetric(float64(objects)/took.Seconds(), "objects/s")
+	})
+
+	dirty := false
+	for run := 1; run <= k.runs; run++ {
+		for pos, impl := range rotate(k.impls, run-1) {
+			if dirty {
+				began := time.Now()
+				if err := reset(ctx, setup, nss); err != nil {
+					b.Fatalf("resetting before %s, run %d: %v", impl, run, err)
+				}
+				fmt.Printf("reset before %s run=%d: %.1fs\n", impl, run, time.Since(began).Seconds())
+			}
+			dirty = true
+			passes := []string{proc.First, proc.Steady, proc.Change}
+			if impl == proc.Floor {
+				passes = passes[:1] // it cannot tell a second pass from the first
+			}
+			rep := launch(ctx, b, proc.Spec{Impl: impl, Kubeconfig: kubeconfig, Namespaces: nss, Passes: passes,
+				Workers: Workers, QPS: 1000, Burst: 2000})
+			record(b, rep, k.n, run, pos+1)
+		}
+	}
+}
+
+// record reports one process's passes and memory as benchmark lines, and fails the benchmark when
+// a pass failed or the steady pass was not free.
+func record(b *testing.B, rep *proc.Report, n, run, position int) {
+	fmt.Printf("informers %s run=%d: %s\n", rep.Impl, run, strings.Join(rep.Informers, ", "))
+	for _, p := range rep.Passes {
+		var by []string
+		for _, k := range slices.Sorted(maps.Keys(p.WritesBy)) {
+			by = append(by, fmt.Sprintf("%s %.2f", k, float64(p.WritesBy[k])/float64(n)))
+		}
+		fmt.Printf("writes/ns %s %s run=%d N=%d: %s\n", rep.Impl, p.Name, run, n, strings.Join(by, ", "))
+		b.Run(fmt.Sprintf("%s/%s/run=%d/N=%d", p.Name, rep.Impl, run, n), func(b *testing.B) {
+			per := func(v int) float64 { return float64(v) / float64(n) }
+			for _, verb := range []string{"GET", "LIST", http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+				b.ReportMetric(per(p.Requests[verb]), strings.ToLower(verb)+"/ns")
+			}
+			b.ReportMetric(per(p.Reads()), "reads/ns")
+			b.ReportMetric(per(p.Writes()), "writes/ns")
+			b.ReportMetric(p.WallSeconds, "wall-s")
+			b.ReportMetric(float64(position), "position")
+		})
+		if len(p.Errors) > 0 {
+			b.Fatalf("%s, %s pass, run %d: %s", rep.Impl, p.Name, run, strings.Join(p.Errors, "; "))
+		}
+		if p.Name == proc.Steady && (p.Writes() != 0 || p.Reads() != 0) {
+			b.Fatalf("%s, steady pass, run %d: %d writes and %d reads with nothing changed (%v), want none",
+				rep.Impl, run, p.Writes(), p.Reads(), p.Requests)
+		}
+	}
+	b.Run(fmt.Sprintf("memory/%s/run=%d/N=%d", rep.Impl, run, n), func(b *testing.B) {
+		b.ReportMetric(rep.PeakRSSMiB, "peak-RSS-MiB")
+		b.ReportMetric(rep.LiveHeapMiB, "live-heap-MiB")
+		b.ReportMetric(rep.StartSeconds, "start-s")
+	})
+	if rep.PeakRSSMiB <= 0 || rep.LiveHeapMiB <= 0 {
+		b.Fatalf("%s, run %d: no memory measured: %+v", rep.Impl, run, rep)
+	}
+}
+
+func rotate(s []string, by int) []string {
+	by %= len(s)
+	return append(slices.Clone(s[by:]), s[:by]...)
+}
+
+// unthrottled is cfg without client-side rate limiting, for the benchmark's own setup.
+func unthrottled(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg
+}
+
+// writeKubeconfig writes cfg where a benchmark process reads it.
+func writeKubeconfig(b *testing.B, cfg *rest.Config) string {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["bench"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: "bench"}
+	kc.CurrentContext = "bench"
+	path := filepath.Join(b.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// setupWorkers create and reset objects at once; the API server, not the client, sets the pace.
+const setupWorkers = 16
+
+// createNamespaces makes n namespaces, annotated for their Profile as the profiles controller
+// annotates them, each with its clutter, and returns their names and the number of objects made.
+func createNamespaces(ctx context.Context, b *testing.B, c client.Client, k knobs) ([]string, int) {
+	nss := make([]string, k.n)
+	for i := range nss {
+		nss[i] = fmt.Sprintf("team-%05d", i)
+	}
+	var made atomic.Int64
+	err := parallel(nss, func(ns string) error {
+		objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Annotations: map[string]string{plugin.OwnerAnnotation: proc.Owner(ns)}}}}
+		if k.clutter {
+			objs = append(objs, clutter.Objects(ns, proc.Owner(ns))...)
+		}
+		for _, o := range objs {
+			if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating %T %s/%s: %w", o, ns, o.GetName(), err)
+			}
+			made.Add(1)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return nss, int(made.Load())
+}
+
+// reset takes away what an implementation wrote: the objects carrying the plugins' managed-by
+// label (the baseline and the floor write the same labels) and every namespace label but the
+// API server's own, which also drops the field managers that owned them.
+func reset(ctx context.Context, c client.Client, nss []string) error {
+	kinds, err := managedKinds(c)
+	if err != nil {
+		return err
+	}
+	var doomed []*metav1.PartialObjectMetadata
+	for _, gvk := range kinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, list, client.MatchingLabels{plugin.ManagedByLabel: plugin.ManagedByValue}); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			it := &list.Items[i]
+			it.SetGroupVersionKind(gvk)
+			doomed = append(doomed, it)
+		}
+	}
+	err = parallel(doomed, func(o *metav1.PartialObjectMetadata) error {
+		return client.IgnoreNotFound(c.Delete(ctx, o))
+	})
+	if err != nil {
+		return err
+	}
+	return parallel(nss, func(ns string) error {
+		n := &metav1.PartialObjectMetadata{}
+		n.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+		if err := c.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
+			return err
+		}
+		drop := map[string]any{}
+		for key := range n.Labels {
+			if key != corev1.LabelMetadataName {
+				drop[key] = nil
+			}
+		}
+		if len(drop) == 0 {
+			return nil
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": drop}})
+		if err != nil {
+			return err
+		}
+		return c.Patch(ctx, n, client.RawPatch(types.MergePatchType, patch))
+	})
+}
+
+// managedKinds are the kinds the plugins write with either configuration, from a rendering.
+func managedKinds(c client.Client) ([]schema.GroupVersionKind, error) {
+	var out []schema.GroupVersionKind
+	for _, cfg := range []*config.Config{config.Default(), proc.Changed()} {
+		ps, err := plugins.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		r, err := plugin.Render(c.Scheme(), ps, plugin.Target{Namespace: "x", Owner: "x@example.com"})
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range r.Objects {
+			if gvk := o.GroupVersionKind(); !slices.Contains(out, gvk) {
+				out = append(out, gvk)
+			}
+		}
+	}
+	return out, nil
+}
+
+// parallel runs do for every item with setupWorkers goroutines and returns the first error.
+func parallel[T any](items []T, do func(T) error) error {
+	work := make(chan T)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for range setupWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ns := range work {
-				if err := impl(context.Background(), w, cfg, ns); err != nil {
-					errs <- fmt.Errorf("%s: %w", ns, err)
+			for it := range work {
+				if err := do(it); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
 				}
 			}
 		}()
 	}
-	for _, ns := range nss {
-		work <- ns
+	for _, it := range items {
+		work <- it
 	}
 	close(work)
 	wg.Wait()
-	wall := time.Since(start)
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
+	return first
+}
+
+// launch runs one benchmark process for spec and returns its report. A process gets ten minutes
+// plus 100 ms per namespace, far more than its passes take.
+func launch(ctx context.Context, b *testing.B, spec proc.Spec) *proc.Report {
+	dir := b.TempDir()
+	specPath, reportPath := filepath.Join(dir, "spec.json"), filepath.Join(dir, "report.json")
+	data, err := json.Marshal(spec)
+	if err != nil {
 		b.Fatal(err)
 	}
-	after := w.count.Snapshot()
-	n := float64(len(nss))
-	writes := 0
-	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		d := after[m] - before[m]
-		writes += d
-		b.ReportMetric(float64(d)/n, strings.ToLower(m)+"/ns")
+	if err := os.WriteFile(specPath, data, 0o600); err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(float64(after[http.MethodGet]-before[http.MethodGet])/n, "reads/ns")
-	b.ReportMetric(float64(writes)/n, "writes/ns")
-	b.ReportMetric(wall.Seconds(), "wall-s")
-	w.settle(b)
-}
-
-func namespaces(b *testing.B, w *world, prefix string, n int) []string {
-	var out []string
-	for i := range n {
-		ns := fmt.Sprintf("%s-%05d", prefix, i)
-		// Annotated as the profiles controller does, so the runner accepts it as the Profile's.
-		err := w.base.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-			Annotations: map[string]string{plugin.OwnerAnnotation: ns + "@example.com"}}})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			b.Fatal(err)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute+time.Duration(len(spec.Namespaces))*100*time.Millisecond)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), procSpecEnv+"="+specPath, procReportEnv+"="+reportPath)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (timed out)", err)
 		}
-		out = append(out, ns)
+		b.Fatalf("%s process: %v\n%s", spec.Impl, err, tail(out.String(), 4000))
 	}
-	return out
-}
-
-// BenchmarkAPI counts the requests and wall time of N namespaces through three passes: the first
-// reconcile, a steady-state reconcile with nothing changed, and a configuration change that
-// touches one field of one object kind (the user-id header of the owner policy). The library,
-// a baseline in the profiles controller's style and a floor of plain creates write the same
-// objects with the same concurrency.
-func BenchmarkAPI(b *testing.B) {
-	w := newWorld(b)
-	n := profiles(b)
-	cfg := config.Default()
-	changed := config.Default()
-	changed.Authorization.UserIDHeader = "x-kubeflow-user"
-
-	impls := []struct {
-		name string
-		impl implementation
-	}{{"library", library}, {"baseline", baseline}, {"floor", floor}}
-	for _, im := range impls {
-		nss := namespaces(b, w, im.name, n)
-		w.settle(b)
-		b.Run(fmt.Sprintf("first/%s/N=%d", im.name, n), func(b *testing.B) { w.run(b, im.impl, cfg, nss) })
-		if im.name == "floor" {
-			continue // a floor has nothing to compare and so no steady state
-		}
-		b.Run(fmt.Sprintf("steady/%s/N=%d", im.name, n), func(b *testing.B) { w.run(b, im.impl, cfg, nss) })
-		b.Run(fmt.Sprintf("change/%s/N=%d", im.name, n), func(b *testing.B) { w.run(b, im.impl, changed, nss) })
-	}
-	if rss, ok := peakRSS(); ok {
-		b.Run(fmt.Sprintf("peak-rss/N=%d", n), func(b *testing.B) { b.ReportMetric(rss, "peak-RSS-MiB") })
-	}
-}
-
-// peakRSS is this process's peak resident memory (VmHWM), in MiB.
-func peakRSS() (float64, bool) {
-	data, err := os.ReadFile("/proc/self/status")
+	data, err = os.ReadFile(reportPath)
 	if err != nil {
-		return 0, false
+		b.Fatalf("%s process wrote no report: %v\n%s", spec.Impl, err, tail(out.String(), 4000))
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-			return kb / 1024, err == nil
-		}
+	rep := &proc.Report{}
+	if err := json.Unmarshal(data, rep); err != nil {
+		b.Fatal(err)
 	}
-	return 0, false
+	return rep
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
 }

@@ -1,8 +1,12 @@
 // Command benchreport turns raw `go test -bench` output into BENCHMARKS.md: the machine, the date,
-// the command, a table of generation costs, the API benchmark with the library side by side with
-// the baseline and the floor, and the raw output (benchstat reads it as it is).
+// the command, the generation costs, the API benchmark per N with each implementation side by
+// side (memory, requests per namespace and wall time by pass: medians over the rotated runs and
+// their spread), a Goals section computed from those numbers, and the raw output (benchstat
+// reads it as it is).
 //
-//	go run ./internal/benchreport -command "make bench" bench.txt [scale.txt] > BENCHMARKS.md
+//	go run ./internal/benchreport -command "make bench" gen.txt api-1000.txt [api-10000.txt] > BENCHMARKS.md
+//
+// Raw files may be partial (a run that stopped early): every table says how many runs it has.
 package main
 
 import (
@@ -36,10 +40,21 @@ func main() {
 		}
 		raws = append(raws, string(data))
 	}
-	if err := write(os.Stdout, *command, raws); err != nil {
+	goVersion := runtime.Version()
+	if out, err := exec.Command("go", "version").Output(); err == nil {
+		goVersion = strings.TrimSpace(string(out))
+	}
+	m := machine{date: time.Now().UTC().Format("2006-01-02"), cores: runtime.NumCPU(), goVersion: goVersion}
+	if err := write(os.Stdout, *command, m, raws); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
+}
+
+type machine struct {
+	date      string
+	cores     int
+	goVersion string
 }
 
 // result is one benchmark line: name and unit -> value.
@@ -53,9 +68,16 @@ var benchstatLine = regexp.MustCompile(`^((goos|goarch|pkg|cpu): |Benchmark|PASS
 
 var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 
+// informersLine is what the API benchmark prints for each process: the informers it opened.
+var informersLine = regexp.MustCompile(`^informers (\S+) run=\d+: (.*)$`)
+
+// writesLine is what the API benchmark prints for each pass: its writes by verb and resource.
+var writesLine = regexp.MustCompile(`^writes/ns (\S+) (\S+) run=(\d+) N=(\d+): (.*)$`)
+
 func parse(raw string) []result {
 	var out []result
 	sc := bufio.NewScanner(strings.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		m := line.FindStringSubmatch(sc.Text())
 		if m == nil {
@@ -74,121 +96,150 @@ func parse(raw string) []result {
 	return out
 }
 
-// median of each metric over repeated runs (-count), by benchmark name, in first-seen order.
-func medians(rs []result) []result {
-	var order []string
-	byName := map[string][]result{}
-	for _, r := range rs {
-		if _, ok := byName[r.name]; !ok {
-			order = append(order, r.name)
-		}
-		byName[r.name] = append(byName[r.name], r)
-	}
-	var out []result
-	for _, name := range order {
-		m := map[string]float64{}
-		for unit := range byName[name][0].metrics {
-			var vs []float64
-			for _, r := range byName[name] {
-				vs = append(vs, r.metrics[unit])
-			}
-			sort.Float64s(vs)
-			m[unit] = vs[len(vs)/2]
-		}
-		out = append(out, result{name: name, metrics: m})
-	}
-	return out
+// stat is one metric over repeated runs.
+type stat struct{ vals []float64 }
+
+func (s *stat) add(v float64) { s.vals = append(s.vals, v) }
+
+func (s stat) sorted() []float64 {
+	v := append([]float64(nil), s.vals...)
+	sort.Float64s(v)
+	return v
 }
 
-func write(w io.Writer, command string, raws []string) error {
-	goVersion := runtime.Version()
-	if out, err := exec.Command("go", "version").Output(); err == nil {
-		goVersion = strings.TrimSpace(string(out))
+// median of the runs; with an even count, the mean of the middle two.
+func (s stat) median() float64 {
+	v := s.sorted()
+	if len(v) == 0 {
+		return 0
 	}
-	cpu := ""
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func (s stat) min() float64 { v := s.sorted(); return v[0] }
+func (s stat) max() float64 { v := s.sorted(); return v[len(v)-1] }
+
+// series is one benchmark's metrics over its runs.
+type series struct {
+	runs    int
+	metrics map[string]*stat
+}
+
+func (s *series) add(r result) {
+	s.runs++
+	for unit, v := range r.metrics {
+		if s.metrics[unit] == nil {
+			s.metrics[unit] = &stat{}
+		}
+		s.metrics[unit].add(v)
+	}
+}
+
+func (s *series) get(unit string) stat {
+	if s == nil || s.metrics[unit] == nil {
+		return stat{}
+	}
+	return *s.metrics[unit]
+}
+
+// apiKey names a cell of the API tables: a pass (or "memory", "clutter"), an implementation and N.
+type apiKey struct{ pass, impl, n string }
+
+// data is everything the raw files say.
+type data struct {
+	gen       map[string]*series // generation benchmarks, by name
+	genOrder  []string
+	api       map[apiKey]*series
+	ns        []string            // the N values, ascending
+	informers map[string][]string // impl -> informers, first seen
+	writesBy  map[apiKey]string   // run 1's writes by verb and resource
+	cpu       string
+}
+
+func collect(raws []string) *data {
+	d := &data{gen: map[string]*series{}, api: map[apiKey]*series{}, informers: map[string][]string{}, writesBy: map[apiKey]string{}}
+	seenN := map[string]bool{}
 	for _, raw := range raws {
 		for _, l := range strings.Split(raw, "\n") {
 			if c, ok := strings.CutPrefix(l, "cpu: "); ok {
-				cpu = strings.TrimSpace(c)
+				d.cpu = strings.TrimSpace(c)
+			}
+			if m := informersLine.FindStringSubmatch(l); m != nil && d.informers[m[1]] == nil {
+				d.informers[m[1]] = strings.Split(m[2], ", ")
+			}
+			if m := writesLine.FindStringSubmatch(l); m != nil && m[3] == "1" {
+				d.writesBy[apiKey{pass: m[2], impl: m[1], n: m[4]}] = m[5]
+			}
+		}
+		for _, r := range parse(raw) {
+			name, isAPI := strings.CutPrefix(r.name, "BenchmarkAPI/")
+			if !isAPI {
+				name = strings.TrimPrefix(r.name, "Benchmark")
+				if d.gen[name] == nil {
+					d.gen[name] = &series{metrics: map[string]*stat{}}
+					d.genOrder = append(d.genOrder, name)
+				}
+				d.gen[name].add(r)
+				continue
+			}
+			k, ok := keyOf(name)
+			if !ok {
+				continue
+			}
+			if d.api[k] == nil {
+				d.api[k] = &series{metrics: map[string]*stat{}}
+			}
+			d.api[k].add(r)
+			if !seenN[k.n] {
+				seenN[k.n] = true
+				d.ns = append(d.ns, k.n)
 			}
 		}
 	}
-	fmt.Fprintf(w, "# Benchmarks\n\nMeasured on %s. Machine: %d cores (`nproc`), %s, %s.\n\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), cpu, goVersion)
-	fmt.Fprintf(w, "Reproduce with `%s` (it takes minutes: the API benchmark creates thousands of objects in a\nreal API server). Numbers are medians over the runs in the raw output below.\n\n", command)
+	sort.Slice(d.ns, func(i, j int) bool { a, _ := strconv.Atoi(d.ns[i]); b, _ := strconv.Atoi(d.ns[j]); return a < b })
+	return d
+}
 
-	var all []result
-	for _, raw := range raws {
-		all = append(all, medians(parse(raw))...)
+// keyOf reads pass/impl/run=R/N=n, clutter/N=n, or the older pass/impl/N=n.
+func keyOf(name string) (apiKey, bool) {
+	var parts []string
+	for _, p := range strings.Split(name, "/") {
+		if !strings.HasPrefix(p, "run=") {
+			parts = append(parts, p)
+		}
 	}
+	n, ok := strings.CutPrefix(parts[len(parts)-1], "N=")
+	switch {
+	case !ok:
+		return apiKey{}, false
+	case len(parts) == 2:
+		return apiKey{pass: parts[0], n: n}, true
+	case len(parts) == 3:
+		return apiKey{pass: parts[0], impl: parts[1], n: n}, true
+	}
+	return apiKey{}, false
+}
 
-	fmt.Fprintf(w, "## Generation, per namespace\n\nTargets for the full set: at most 50 µs and 500 allocations per namespace.\n\n")
-	fmt.Fprintf(w, "| benchmark | µs/op | B/op | allocs/op |\n| --- | ---: | ---: | ---: |\n")
-	for _, r := range all {
-		if strings.HasPrefix(r.name, "BenchmarkAPI") {
-			continue
-		}
-		fmt.Fprintf(w, "| %s | %.1f | %.0f | %.0f |\n", strings.TrimPrefix(r.name, "Benchmark"), r.metrics["ns/op"]/1000, r.metrics["B/op"], r.metrics["allocs/op"])
-	}
+var impls = []string{"library", "baseline", "floor"}
 
-	type key struct{ phase, n string }
-	api := map[key]map[string]result{}
-	var keys []key
-	rss := map[string]float64{}
-	for _, r := range all {
-		parts := strings.Split(strings.TrimPrefix(r.name, "BenchmarkAPI/"), "/")
-		if !strings.HasPrefix(r.name, "BenchmarkAPI/") {
-			continue
-		}
-		if parts[0] == "peak-rss" && len(parts) == 2 {
-			rss[parts[1]] = r.metrics["peak-RSS-MiB"]
-			continue
-		}
-		if len(parts) != 3 {
-			continue
-		}
-		k := key{parts[0], parts[2]}
-		if api[k] == nil {
-			api[k] = map[string]result{}
-			keys = append(keys, k)
-		}
-		api[k][parts[1]] = r
+var passes = []string{"first", "steady", "change"}
+
+func write(w io.Writer, command string, m machine, raws []string) error {
+	d := collect(raws)
+	fmt.Fprintf(w, "# Benchmarks\n\nMeasured on %s. Machine: %d cores (`nproc`), %s, %s.\n\n", m.date, m.cores, d.cpu, m.goVersion)
+	fmt.Fprintf(w, "Reproduce with `%s` (it takes long: the API benchmark creates N namespaces full of other\npeople's objects in a real API server and runs every implementation three times). Numbers are\nmedians over the runs in the raw output below; `a–b` is the spread (min–max).\n\n", command)
+	writeGoals(w, d)
+	writeGeneration(w, d)
+	for _, n := range d.ns {
+		writeAPI(w, d, n)
 	}
-	if len(keys) > 0 {
-		fmt.Fprintf(w, "\n## API requests per namespace\n\n")
-		fmt.Fprintf(w, "Each pass reconciles N namespaces with %s workers. *library* is this module's runner; *baseline* is the\nprofiles controller's pattern (cached Get, Create or compare-and-Update per object, the same for the\nnamespace's labels) writing the same objects; *floor* creates them with no reads. Reads go to an informer\ncache, so `reads/ns` counts only requests that reached the API server.\n\n", "4")
-		fmt.Fprintf(w, "| pass | N | implementation | reads/ns | post/ns | put/ns | patch/ns | delete/ns | writes/ns | wall s | wall vs baseline | wall vs floor |\n")
-		fmt.Fprintf(w, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-		for _, k := range keys {
-			base, hasBase := api[k]["baseline"]
-			flo, hasFloor := api[key{"first", k.n}]["floor"]
-			for _, impl := range []string{"library", "baseline", "floor"} {
-				r, ok := api[k][impl]
-				if !ok {
-					continue
-				}
-				m := r.metrics
-				ratio := func(other result, has bool) string {
-					if !has || other.metrics["wall-s"] == 0 || (k.phase != "first" && other.name == flo.name) {
-						return "-"
-					}
-					return fmt.Sprintf("%.2f×", m["wall-s"]/other.metrics["wall-s"])
-				}
-				fmt.Fprintf(w, "| %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s |\n",
-					k.phase, strings.TrimPrefix(k.n, "N="), impl, m["reads/ns"], m["post/ns"], m["put/ns"], m["patch/ns"], m["delete/ns"], m["writes/ns"], m["wall-s"],
-					ratio(base, hasBase), ratio(flo, hasFloor && k.phase == "first"))
-			}
-		}
-	}
-	if len(rss) > 0 {
-		fmt.Fprintf(w, "\nPeak resident memory of the benchmark process (library, baseline and floor side, informer cache included; not the API server):\n\n")
-		for _, n := range sortedKeys(rss) {
-			fmt.Fprintf(w, "- %s: %.0f MiB\n", n, rss[n])
-		}
-	}
-	fmt.Fprintf(w, "\n## Raw output\n\nThe lines benchstat reads, as `go test` printed them.\n\n```\n")
+	fmt.Fprintf(w, "\n## Raw output\n\nThe lines benchstat reads, and what each process printed (informers, writes by resource), as `go test` printed them.\n\n```\n")
 	for _, raw := range raws {
 		for _, l := range strings.Split(raw, "\n") {
-			if benchstatLine.MatchString(l) {
+			if benchstatLine.MatchString(l) || informersLine.MatchString(l) || writesLine.MatchString(l) {
 				fmt.Fprintln(w, l)
 			}
 		}
@@ -197,11 +248,84 @@ func write(w io.Writer, command string, raws []string) error {
 	return nil
 }
 
-func sortedKeys(m map[string]float64) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
+func writeGeneration(w io.Writer, d *data) {
+	if len(d.genOrder) == 0 {
+		return
 	}
-	sort.Strings(out)
-	return out
+	fmt.Fprintf(w, "\n## Generation, per namespace\n\n| benchmark | µs/op | B/op | allocs/op | runs |\n| --- | ---: | ---: | ---: | ---: |\n")
+	for _, name := range d.genOrder {
+		s := d.gen[name]
+		fmt.Fprintf(w, "| %s | %.1f | %.0f | %.0f | %d |\n", name, s.get("ns/op").median()/1000, s.get("B/op").median(), s.get("allocs/op").median(), s.runs)
+	}
+}
+
+func spread(s stat, format string) string {
+	if len(s.vals) == 0 {
+		return "-"
+	}
+	if s.min() == s.max() {
+		return fmt.Sprintf(format, s.median())
+	}
+	return fmt.Sprintf(format+" ("+format+"–"+format+")", s.median(), s.min(), s.max())
+}
+
+func ratio(a, b stat) string {
+	if len(a.vals) == 0 || len(b.vals) == 0 || b.median() == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f×", a.median()/b.median())
+}
+
+func writeAPI(w io.Writer, d *data, n string) {
+	fmt.Fprintf(w, "\n## API benchmark, N=%s\n\n", n)
+	if c := d.api[apiKey{pass: "clutter", n: n}]; c != nil {
+		fmt.Fprintf(w, "Setup: %.0f objects (namespaces and their clutter) created in %.0f s, %.0f objects/s; not measured below.\n\n",
+			c.get("objects").median(), c.get("wall-s").median(), c.get("objects/s").median())
+	}
+	fmt.Fprintf(w, "Each implementation runs in a process of its own (see internal/bench): *library* is this module's runner\nwired as examples/controller wires it; *baseline* is the profiles controller's pattern (cached Get,\nCreate or compare-and-Update per object, one Update of the namespace's labels), caching what the\nprofiles controller caches; *floor* creates the same objects with no reads. Each pass reconciles N\nnamespaces with 4 workers; `reads/ns` counts only requests that reached the API server.\n\n")
+	fmt.Fprintf(w, "| memory | runs | peak RSS MiB | live heap MiB | vs baseline (peak RSS) | start s |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	base := d.api[apiKey{"memory", "baseline", n}]
+	for _, impl := range impls {
+		s := d.api[apiKey{"memory", impl, n}]
+		if s == nil {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s |\n", impl, s.runs, spread(s.get("peak-RSS-MiB"), "%.0f"), spread(s.get("live-heap-MiB"), "%.0f"),
+			ratio(s.get("peak-RSS-MiB"), base.get("peak-RSS-MiB")), spread(s.get("start-s"), "%.1f"))
+	}
+	fmt.Fprintf(w, "\n| pass | implementation | runs | reads/ns | post/ns | put/ns | patch/ns | delete/ns | writes/ns | wall s | wall vs baseline |\n")
+	fmt.Fprintf(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, pass := range passes {
+		base := d.api[apiKey{pass, "baseline", n}]
+		for _, impl := range impls {
+			s := d.api[apiKey{pass, impl, n}]
+			if s == nil {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", pass, impl, s.runs,
+				spread(s.get("reads/ns"), "%.2f"), spread(s.get("post/ns"), "%.2f"), spread(s.get("put/ns"), "%.2f"),
+				spread(s.get("patch/ns"), "%.2f"), spread(s.get("delete/ns"), "%.2f"), spread(s.get("writes/ns"), "%.2f"),
+				spread(s.get("wall-s"), "%.2f"), ratio(s.get("wall-s"), base.get("wall-s")))
+		}
+	}
+	var by []string
+	for _, pass := range passes {
+		for _, impl := range impls {
+			if w, ok := d.writesBy[apiKey{pass, impl, n}]; ok && w != "" {
+				by = append(by, fmt.Sprintf("| %s | %s | %s |", pass, impl, w))
+			}
+		}
+	}
+	if len(by) > 0 {
+		fmt.Fprintf(w, "\nWrites per namespace by verb and resource (run 1; `PATCH namespaces` are label writes):\n\n| pass | implementation | writes/ns |\n| --- | --- | --- |\n%s\n", strings.Join(by, "\n"))
+	}
+	var names []string
+	for _, impl := range impls {
+		if inf := d.informers[impl]; inf != nil {
+			names = append(names, fmt.Sprintf("- %s: %s", impl, strings.Join(inf, ", ")))
+		}
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(w, "\nInformers each process opened (cluster-wide unless a label selector is shown):\n\n%s\n", strings.Join(names, "\n"))
+	}
 }

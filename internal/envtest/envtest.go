@@ -99,7 +99,13 @@ var (
 	sharedErr error
 	once      sync.Once
 	stop      func() error
+	forScale  bool
 )
+
+// ForScale raises, for an API server started after it, the limits a benchmark with tens of
+// thousands of namespaces and their clutter meets first: etcd's 2 GiB backend quota and the API
+// server's in-flight request limits (400 reads, 200 writes by default).
+func ForScale() { forScale = true }
 
 // Start returns the package's API server, starting it on first use. Call Stop from TestMain.
 func Start(t testing.TB) *Env {
@@ -157,6 +163,13 @@ func start(t testing.TB, assets string) (*Env, error) {
 		},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                NewScheme(),
+	}
+	if forScale {
+		env.ControlPlane.Etcd = &crenvtest.Etcd{}
+		env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", "17179869184")
+		env.ControlPlane.GetAPIServer().Configure().
+			Set("max-requests-inflight", "3000").
+			Set("max-mutating-requests-inflight", "1500")
 	}
 	cfg, err := env.Start()
 	if err != nil {

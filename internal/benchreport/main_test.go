@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const gen = `cpu: Test CPU
+BenchmarkFullSet/generate/ambient-2   	  100	      4000 ns/op	    100 B/op	      55 allocs/op
+BenchmarkFullSet/generate/ambient-2   	  100	      6000 ns/op	    100 B/op	      55 allocs/op
+BenchmarkFullSet/generate/ambient-2   	  100	      4500 ns/op	    100 B/op	      55 allocs/op
+`
+
+// api builds the raw lines of one N with three runs; the library's numbers scaled by f.
+func api(n string, libWall, baseWall [3]string, libRSS, baseRSS string) string {
+	var b strings.Builder
+	b.WriteString("BenchmarkAPI/clutter/N=" + n + "-2 1 1 ns/op 310 objects 100 objects/s 3.1 wall-s\n")
+	for i, run := range []string{"1", "2", "3"} {
+		b.WriteString("informers library run=" + run + ": namespaces, pods\n")
+		b.WriteString("writes/ns library first run=" + run + " N=" + n + ": PATCH namespaces 2.00, PATCH gateways 1.00\n")
+		b.WriteString("BenchmarkAPI/first/library/run=" + run + "/N=" + n + "-2 1 1 ns/op 0 reads/ns 5 writes/ns " + libWall[i] + " wall-s\n")
+		b.WriteString("BenchmarkAPI/steady/library/run=" + run + "/N=" + n + "-2 1 1 ns/op 0 reads/ns 0 writes/ns 0.1 wall-s\n")
+		b.WriteString("BenchmarkAPI/change/library/run=" + run + "/N=" + n + "-2 1 1 ns/op 0 reads/ns 1 writes/ns " + libWall[i] + " wall-s\n")
+		b.WriteString("BenchmarkAPI/memory/library/run=" + run + "/N=" + n + "-2 1 1 ns/op " + libRSS + " peak-RSS-MiB 50 live-heap-MiB\n")
+		b.WriteString("BenchmarkAPI/first/baseline/run=" + run + "/N=" + n + "-2 1 1 ns/op 0 reads/ns 5 writes/ns " + baseWall[i] + " wall-s\n")
+		b.WriteString("BenchmarkAPI/steady/baseline/run=" + run + "/N=" + n + "-2 1 1 ns/op 0 reads/ns 0 writes/ns 0.1 wall-s\n")
+		b.WriteString("BenchmarkAPI/change/baseline/run=" + run + "/N=" + n + "-2 1 1 ns/op 0 reads/ns 1 writes/ns " + baseWall[i] + " wall-s\n")
+		b.WriteString("BenchmarkAPI/memory/baseline/run=" + run + "/N=" + n + "-2 1 1 ns/op " + baseRSS + " peak-RSS-MiB 60 live-heap-MiB\n")
+	}
+	return b.String()
+}
+
+func report(t *testing.T, raws ...string) string {
+	var out bytes.Buffer
+	require.NoError(t, write(&out, "make bench", machine{date: "2026-11-30", cores: 2, goVersion: "go"}, raws))
+	return out.String()
+}
+
+// TestGoalsFollowTheNumbers checks that each goal's status is computed, both ways.
+func TestGoalsFollowTheNumbers(t *testing.T) {
+	good := report(t, gen, api("1000", [3]string{"10", "11", "30"}, [3]string{"10.5", "11", "9"}, "100", "200"),
+		api("10000", [3]string{"100", "105", "90"}, [3]string{"100", "100", "100"}, "250", "400"))
+	assert.Contains(t, good, "| peak RSS of the library at N=10000 ≤ the baseline's and ≤ 300 MiB | met | library 250 MiB, baseline 400 MiB |")
+	assert.Contains(t, good, "| first pass: wall ≤ 1.05× the baseline's (median) | met | N=1000: 1.05×; N=10000: 1.00× |")
+	assert.Contains(t, good, "| change pass at N=10000: wall ≤ 1.1× the baseline's (median) | met | 1.00×")
+	assert.Contains(t, good, "| generation of the full ambient set ≤ 5 µs and ≤ 60 allocs | met | 4.5 µs, 55 allocs")
+	// Medians and the spread of the three runs.
+	assert.Contains(t, good, "| first | library | 3 | 0.00 | - | - | - | - | 5.00 | 11.00 (10.00–30.00) | 1.05× |")
+	assert.Contains(t, good, "- library: namespaces, pods")
+	assert.Contains(t, good, "| first | library | PATCH namespaces 2.00, PATCH gateways 1.00 |")
+
+	bad := report(t, api("10000", [3]string{"120", "120", "120"}, [3]string{"100", "100", "100"}, "350", "400"))
+	assert.Contains(t, bad, "| peak RSS of the library at N=10000 ≤ the baseline's and ≤ 300 MiB | **not met** | library 350 MiB")
+	assert.Contains(t, bad, "| change pass at N=10000: wall ≤ 1.1× the baseline's (median) | **not met** | 1.20×")
+	assert.Contains(t, bad, "| generation of the full ambient set ≤ 5 µs and ≤ 60 allocs | not measured |")
+
+	small := report(t, api("50", [3]string{"1", "1", "1"}, [3]string{"1", "1", "1"}, "40", "45"))
+	assert.Contains(t, small, "| peak RSS of the library at N=10000 ≤ the baseline's and ≤ 300 MiB | not measured | no N=10000 run; at N=50 it would be met: library 40 MiB, baseline 45 MiB |")
+}
