@@ -79,13 +79,11 @@ func (p *Plugin) NeedsPods() bool { return p.cfg.Mesh.Mode == config.ModeAmbient
 
 // NeedsPodsFor implements plugin.PodDemand: the pods only feed warnings (pods still running a
 // sidecar, pods outside every data plane), given while the namespace is on its way into ambient:
-// the plugin is about to change one of its labels, or waits. A namespace at rest lists no pods.
+// the plugin is about to change one of its labels (enrolment, injection off, routing). A namespace
+// at rest lists no pods, nor does one that only waits for its waypoint to be Programmed.
 func (p *Plugin) NeedsPodsFor(t plugin.Target, d plugin.Desired) bool {
 	if p.cfg.Mesh.Mode != config.ModeAmbient {
 		return false
-	}
-	if len(d.Waiting) > 0 {
-		return true
 	}
 	for k, v := range d.Labels {
 		if have, ok := t.Observed.Labels[k]; !ok || have != v {
