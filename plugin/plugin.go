@@ -27,9 +27,21 @@ type Plugin interface {
 
 // PodObserver is implemented by plugins whose output depends on the pods running in the namespace
 // (Pod Security preflight, pods left with a sidecar). The runner lists pods only when one of its
-// plugins returns true.
+// plugins returns true (or is a DataPlane), and with Runner.APIReader only in the calls where
+// PodDemand asks for them.
 type PodObserver interface {
 	NeedsPods() bool
+}
+
+// PodDemand is implemented by PodObservers that can tell whether their decisions in one call depend
+// on the pods. With Runner.APIReader set, the runner first generates without pods and lists them,
+// from the API server and in that namespace only, when one plugin asks for them (or a data-plane
+// label or pod-protecting object may go, see DataPlane and PodProtector); it then generates again.
+// A PodObserver without this method gets the pods on every call.
+type PodDemand interface {
+	// NeedsPodsFor says whether the plugin's decisions for t depend on the running pods, given d,
+	// what it generated for t without pods (t.Observed.Pods is nil).
+	NeedsPodsFor(t Target, d Desired) bool
 }
 
 // DataPlane is implemented by plugins whose namespace labels put running pods into a data plane
@@ -78,7 +90,9 @@ type Observed struct {
 	// Objects are the objects of every plugin's Kinds in the namespace, made by anyone,
 	// status included.
 	Objects []client.Object
-	// Pods are the namespace's pods, listed only when a plugin is a PodObserver or a DataPlane.
+	// Pods are the namespace's pods, listed only when a plugin is a PodObserver or a DataPlane,
+	// and with Runner.APIReader only when a decision of the call needs them (see PodDemand);
+	// nil otherwise.
 	Pods []corev1.Pod
 	// Held are the data-plane labels (key to value) that the runner keeps on the namespace in this
 	// call whatever the plugins want, because running pods depend on them (see DataPlane). A plugin

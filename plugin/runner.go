@@ -42,9 +42,25 @@ type Runner struct {
 	// Client writes. Its scheme must know every type the plugins emit (see AddToScheme).
 	Client client.Client
 	// Reader observes; a manager's cached client keeps steady-state reconciles free of API reads.
-	// It must see every object of the plugins' Kinds in the namespace, not only labelled ones, or
-	// foreign objects with managed names go unnoticed. Nil means Client.
+	// Nil means Client. What it must show of the namespace:
+	//   - the Namespace itself, and every object of each plugin's Kinds that a plugin reads from
+	//     other writers: AuthorizationPolicies (the access plugin warns about other writers'
+	//     allow-all policies and adopts kfam's contributor policies) and RoleBindings, as
+	//     metadata (kfam marks its bindings with annotations only, which no selector selects);
+	//   - of the other Kinds (ConfigMap, Gateway), every object without an APIReader. With an
+	//     APIReader it may show only the plugins' own ([ManagedSelector], a cache.ByObject label
+	//     selector): a wanted object it does not show is read from APIReader before anything is
+	//     written, so another writer's object with a wanted name is still a ConflictError;
+	//   - Pods, on every call, without an APIReader; with one, pods are never read through it.
 	Reader client.Reader
+	// APIReader reads past the Reader's cache (a manager's GetAPIReader()). With it the runner
+	// lists a namespace's pods, from the API server and in that namespace only, when a decision of
+	// the call needs them: Pod Security's preflight (enforce about to get stricter), a mode switch
+	// in progress, a data-plane label or a pod-protecting object that may go (see PodDemand,
+	// DataPlane, PodProtector), and on Revoke. A steady-state call reads nothing; warnings only
+	// the pods can give (pods outside every data plane, pods still running a sidecar) are then
+	// given in the calls that list them. Nil reads everything through Reader.
+	APIReader client.Reader
 	// Plugins run in this order within each phase.
 	Plugins []Plugin
 	// WaitRequeue is the requeue delay while a plugin waits; zero means DefaultWaitRequeue.
@@ -119,10 +135,11 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 		res.Errors = append(res.Errors, err)
 		return res
 	}
-	held := holdDataPlane(r.Plugins, ns, obs)
-	obs.Held = held.all()
-	target := Target{Namespace: profile.Name, Owner: profile.Spec.Owner.Name, Profile: profile, Observed: obs}
-	plans := plan(r.Client.Scheme(), r.Plugins, res, target)
+	plans, obs, held, err := r.generate(ctx, res, profile, ns, obs)
+	if err != nil {
+		res.Errors = append(res.Errors, err)
+		return res
+	}
 
 	// Phase 0: withdraw enrolment labels that are going away or changing, before the objects
 	// they send traffic to are rewritten.
@@ -176,6 +193,9 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 	if errors.Is(err, ErrNamespaceNotFound) {
 		return res
 	}
+	if err == nil && r.APIReader != nil && revokeNeedsPods(r.Plugins) {
+		obs.Pods, err = r.listPods(ctx, profile.Name)
+	}
 	if err != nil {
 		res.Errors = append(res.Errors, err)
 		return res
@@ -214,7 +234,8 @@ func (r *Runner) newResult() *Result {
 	return res
 }
 
-// observe reads the namespace and every object of the plugins' kinds in it.
+// observe reads the namespace and every object of the plugins' kinds in it through the Reader,
+// and, without an APIReader, its pods.
 func (r *Runner) observe(ctx context.Context, name string) (*corev1.Namespace, Observed, error) {
 	ns := &corev1.Namespace{}
 	if err := r.reader().Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
@@ -258,12 +279,14 @@ func (r *Runner) observe(ctx context.Context, name string) (*corev1.Namespace, O
 			}
 		}
 	}
-	if wantPods {
-		pods := &corev1.PodList{}
-		if err := r.reader().List(ctx, pods, client.InNamespace(name)); err != nil {
-			return nil, Observed{}, fmt.Errorf("listing pods in %q: %w", name, err)
+	if wantPods && r.APIReader == nil {
+		// Through the Reader on every call, as before APIReader existed; with an APIReader,
+		// generate lists them only when a decision needs them.
+		pods, err := r.listPods(ctx, name)
+		if err != nil {
+			return nil, Observed{}, err
 		}
-		obs.Pods = pods.Items
+		obs.Pods = pods
 	}
 	return ns, obs, nil
 }

@@ -51,6 +51,8 @@ type mesh struct {
 	writes []string // "apply Kind/name", "update Kind/name", "delete Kind/name", "labels k1,k2"
 	// fail, when set, decides whether the next write fails before it reaches the server.
 	fail func(verb string, obj any) error
+	// apiReads lists the reads sent past the Reader when selectedWiring is on (see reads_test.go).
+	apiReads []string
 }
 
 func newMesh(t *testing.T, objs ...client.Object) *mesh {
@@ -84,6 +86,7 @@ func (m *mesh) configure(mode config.MeshMode) {
 	r, err := plugin.NewRunner(m.c, authz.New(m.cfg), waypoint.New(m.cfg))
 	require.NoError(m.t, err)
 	m.runner = r
+	m.wireReads()
 }
 
 func (m *mesh) write(verb string, obj any, do func() error) error {
@@ -224,6 +227,7 @@ func (m *mesh) failAuthz() {
 	r, err := plugin.NewRunner(m.c, failingAuthz{authz.New(m.cfg)}, waypoint.New(m.cfg))
 	require.NoError(m.t, err)
 	m.runner = r
+	m.wireReads()
 }
 
 // A plugin whose generation fails touches nothing of its own. Its policies still stand, so

@@ -42,6 +42,7 @@ type Plugin struct {
 var (
 	_ plugin.Plugin      = (*Plugin)(nil)
 	_ plugin.PodObserver = (*Plugin)(nil)
+	_ plugin.PodDemand   = (*Plugin)(nil)
 )
 
 // New returns the plugin for a validated configuration.
@@ -61,6 +62,17 @@ func (p *Plugin) Kinds() []client.ObjectList { return nil }
 
 // NeedsPods implements plugin.PodObserver: the preflight evaluates the running pods.
 func (p *Plugin) NeedsPods() bool { return true }
+
+// NeedsPodsFor implements plugin.PodDemand: the preflight runs only when the enforce level d sets
+// is stricter than the namespace's (without pods it finds no violation, so d holds the level
+// wanted before any hold).
+func (p *Plugin) NeedsPodsFor(t plugin.Target, d plugin.Desired) bool {
+	next, err := psaapi.ParseLevel(d.Labels[psaapi.EnforceLevelLabel])
+	if err != nil {
+		return true // not the plugin's own output; let the preflight see the pods
+	}
+	return psaapi.CompareLevels(next, currentEnforce(t.Observed.Labels).Level) > 0
+}
 
 // Generate implements plugin.Plugin.
 func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {

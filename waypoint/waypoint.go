@@ -58,6 +58,7 @@ type Plugin struct{ cfg *config.Config }
 var (
 	_ plugin.Plugin       = (*Plugin)(nil)
 	_ plugin.PodObserver  = (*Plugin)(nil)
+	_ plugin.PodDemand    = (*Plugin)(nil)
 	_ plugin.DataPlane    = (*Plugin)(nil)
 	_ plugin.PodProtector = (*Plugin)(nil)
 )
@@ -75,6 +76,22 @@ func (p *Plugin) Kinds() []client.ObjectList {
 
 // NeedsPods implements plugin.PodObserver: in ambient mode it looks for pods left with a sidecar.
 func (p *Plugin) NeedsPods() bool { return p.cfg.Mesh.Mode == config.ModeAmbient }
+
+// NeedsPodsFor implements plugin.PodDemand: the pods only feed warnings (pods still running a
+// sidecar, pods outside every data plane), given while the namespace is on its way into ambient:
+// the plugin is about to change one of its labels (enrolment, injection off, routing). A namespace
+// at rest lists no pods, nor does one that only waits for its waypoint to be Programmed.
+func (p *Plugin) NeedsPodsFor(t plugin.Target, d plugin.Desired) bool {
+	if p.cfg.Mesh.Mode != config.ModeAmbient {
+		return false
+	}
+	for k, v := range d.Labels {
+		if have, ok := t.Observed.Labels[k]; !ok || have != v {
+			return true
+		}
+	}
+	return false
+}
 
 // Generate implements plugin.Plugin.
 func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {

@@ -313,7 +313,7 @@ func TestProfileEditCannotLoosenPodSecurity(t *testing.T) {
 }
 
 // startManager runs the reference controller for cfg in a manager on restCfg until the test ends,
-// as main does: opts gets the scheme, no metrics server, and no controller-name check (several
+// as main does: opts gets the scheme, main's cache options, no metrics server, and no controller-name check (several
 // tests start one). wrap, if set, stands between the watches and the Reconciler. The context it
 // returns ends with the test.
 func startManager(t *testing.T, restCfg *rest.Config, opts ctrl.Options, cfg *config.Config, wrap func(*Reconciler) reconcile.Reconciler) context.Context {
@@ -321,9 +321,10 @@ func startManager(t *testing.T, restCfg *rest.Config, opts ctrl.Options, cfg *co
 	opts.Scheme = envtest.NewScheme()
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.Controller = ctrlconfig.Controller{SkipNameValidation: ptrTo(true)}
+	opts.Cache = cacheOptions()
 	mgr, err := ctrl.NewManager(restCfg, opts)
 	require.NoError(t, err)
-	r, err := newReconciler(mgr.GetClient(), cfg)
+	r, err := newManagedReconciler(mgr, cfg)
 	require.NoError(t, err)
 	r.Metrics = NewMetrics(prometheus.NewRegistry())
 	r.Recorder = mgr.GetEventRecorder("profile-plugins-test")

@@ -24,6 +24,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -74,6 +75,7 @@ func run(configPath, metricsAddr, probeAddr string, leaderElect bool, leaderID s
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 newScheme(),
+		Cache:                  cacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
@@ -82,7 +84,7 @@ func run(configPath, metricsAddr, probeAddr string, leaderElect bool, leaderID s
 	if err != nil {
 		return err
 	}
-	r, err := newReconciler(mgr.GetClient(), cfg)
+	r, err := newManagedReconciler(mgr, cfg)
 	if err != nil {
 		return err
 	}
@@ -120,8 +122,28 @@ func newReconciler(c client.Client, cfg *config.Config) (*Reconciler, error) {
 	return &Reconciler{Client: c, Runner: runner}, nil
 }
 
+// cacheOptions keeps the manager's cache to what the plugins own or must see: ConfigMaps only when
+// the plugins made them, no Pods or Secrets at all (see plugins.CacheByObject). RoleBindings are
+// cached as metadata (setup's watch and the authz plugin's list share that informer).
+func cacheOptions() cache.Options {
+	return cache.Options{ByObject: plugins.CacheByObject()}
+}
+
+// newManagedReconciler is newReconciler reading through mgr's cache, and past it through its API
+// reader for what the cache does not hold: pods, when a decision needs them, and wanted names the
+// label-selected cache does not show.
+func newManagedReconciler(mgr ctrl.Manager, cfg *config.Config) (*Reconciler, error) {
+	r, err := newReconciler(mgr.GetClient(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.Runner.APIReader = mgr.GetAPIReader()
+	return r, nil
+}
+
 // setup watches Profiles and everything the plugins make for them (each carries the Profile as
-// controller owner), so a Gateway becoming Programmed reconciles its Profile at once. It also
+// controller owner), so a Gateway becoming Programmed reconciles its Profile at once; the
+// ConfigMap watch sees only the plugins' own (cacheOptions). It also
 // watches kfam's contributor RoleBindings and policies, so adding or removing a contributor
 // reconciles the namespace's Profile at once rather than at some unrelated event.
 func setup(mgr ctrl.Manager, r reconcile.Reconciler) error {

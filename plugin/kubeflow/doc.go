@@ -4,5 +4,15 @@
 // namespace exists and the finalizer is in place, and [Integration.Revoke] under its finalizer;
 // both take the controller's Profile as a client.Object and return what Reconcile should return.
 // The README's "Wire it into the profiles controller" shows the complete patch, and a test of
-// this module compiles that text against a stand-in of the controller.
+// this module compiles that text against a stand-in of the controller. Its manager caches only the
+// ConfigMaps the plugins made and no Pods:
+//
+//	mgr, err := ctrl.NewManager(profileplugins.WithWarnings(ctrl.GetConfigOrDie()), ctrl.Options{
+//		Cache: cache.Options{ByObject: profileplugins.CacheByObject()},
+//		// the controller's own options
+//	})
+//	runner, err := profileplugins.NewRunner(mgr.GetClient(), pluginConfig)
+//	runner.APIReader = mgr.GetAPIReader() // reads past the cache: wanted names it hides, pods when needed
+//
+// The Runner's Reader and APIReader fields say what each must show.
 package kubeflow

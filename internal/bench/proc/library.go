@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -28,16 +29,16 @@ import (
 
 // The library's wiring is kept in the three functions below, each a copy of what
 // examples/controller does (its main is package main, so it cannot be imported). When the
-// reference wiring changes, change these with it; the cache branch's wiring (commit 7d7f6e8 on
-// branch cache) is, once merged: Cache: cache.Options{ByObject: profileplugins.CacheByObject()} in
-// libraryManager, and r.APIReader = mgr.GetAPIReader() in libraryRunner. Reads through the API
-// reader reach the API server and so are counted in reads/ns.
+// reference wiring changes, change these with it. Reads through the API reader reach the API
+// server and so are counted in reads/ns.
 
-// libraryManager is examples/controller's run: ctrl.NewManager with its scheme and default cache
-// options, the rest.Config wrapped by WithWarnings; metrics and probes are off here.
+// libraryManager is examples/controller's run: ctrl.NewManager with its scheme and its cache
+// options (profileplugins.CacheByObject), the rest.Config wrapped by WithWarnings; metrics and
+// probes are off here.
 func libraryManager(cfg *rest.Config) (manager.Manager, error) {
 	return ctrl.NewManager(plugin.WithWarnings(cfg), ctrl.Options{
 		Scheme:  newScheme(),
+		Cache:   cache.Options{ByObject: profileplugins.CacheByObject()},
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 }
@@ -53,9 +54,14 @@ func libraryWatches() []client.Object {
 }
 
 // libraryRunner is examples/controller's newReconciler: profileplugins.NewRunner around the
-// manager's client.
+// manager's client, with the manager's API reader for what the cache does not hold.
 func libraryRunner(mgr manager.Manager, c client.Client, cfg *config.Config) (*plugin.Runner, error) {
-	return profileplugins.NewRunner(c, cfg)
+	r, err := profileplugins.NewRunner(c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.APIReader = mgr.GetAPIReader()
+	return r, nil
 }
 
 // newScheme registers what the plugins write and the Profile, as examples/controller does.

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+)
+
+// collectionReads records the manager's reads of whole collections (list and watch requests), which
+// is what each informer sends: GET /api/v1/configmaps?labelSelector=...&watch=true.
+type collectionReads struct {
+	mu   sync.Mutex
+	reqs []collectionRead
+}
+
+type collectionRead struct {
+	resource    string
+	namespace   string // "" for a cluster-wide read
+	selector    string
+	watch       bool
+	group       string
+	description string
+}
+
+func (c *collectionReads) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if read, ok := parseCollectionRead(r); ok {
+			c.mu.Lock()
+			c.reqs = append(c.reqs, read)
+			c.mu.Unlock()
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+// parseCollectionRead reads a GET of /api/v1/[namespaces/NS/]RESOURCE or
+// /apis/GROUP/VERSION/[namespaces/NS/]RESOURCE; a GET of one object is not a collection read.
+func parseCollectionRead(r *http.Request) (collectionRead, bool) {
+	if r.Method != http.MethodGet {
+		return collectionRead{}, false
+	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	var group string
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		group, parts = parts[1], parts[3:]
+	default:
+		return collectionRead{}, false
+	}
+	read := collectionRead{group: group, selector: r.URL.Query().Get("labelSelector"), watch: r.URL.Query().Get("watch") == "true",
+		description: r.URL.String()}
+	switch {
+	case len(parts) == 1:
+		read.resource = parts[0]
+	case len(parts) == 3 && parts[0] == "namespaces":
+		read.namespace, read.resource = parts[1], parts[2]
+	default:
+		return collectionRead{}, false
+	}
+	return read, true
+}
+
+func (c *collectionReads) all() []collectionRead {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.reqs)
+}
+
+// The manager starts no cluster-wide informer on Pods or Secrets, and its ConfigMap informer holds
+// only the plugins' own (issue 14): the test records every list and watch the manager sends while a
+// Profile with other people's Pods, ConfigMaps and Secrets in its namespace goes through creation,
+// enrolment, routing and deletion, and checks each one. Pods are read past the cache, in the one
+// namespace (Pod Security's preflight, the revoke).
+func TestManagerCachesNoPodsConfigMapsOrSecretsClusterWide(t *testing.T) {
+	env := envtest.Start(t)
+	reads := &collectionReads{}
+	restCfg := rest.CopyConfig(env.Base)
+	restCfg.WrapTransport = reads.wrap
+	cfg := config.Default()
+	cfg.Mesh.Waypoint.SeccompPatch = ptrTo(true) // a ConfigMap of the plugins' own, whatever the default
+	require.NoError(t, cfg.Validate())
+	ctx := startManager(t, restCfg, ctrl.Options{}, cfg, nil)
+	c := env.Client
+	h := &harness{t: t, env: env}
+
+	const ns = "inez"
+	createProfile(t, c, ns, "inez@example.com")
+	require.Eventually(t, func() bool { return c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}) == nil },
+		20*time.Second, 100*time.Millisecond, "the reconciler creates the namespace")
+	for _, obj := range []client.Object{
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "notebook", Namespace: ns},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "notebook-config", Namespace: ns}, Data: map[string]string{"k": "v"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "notebook-token", Namespace: ns}, StringData: map[string]string{"k": "v"}},
+	} {
+		require.NoError(t, c.Create(ctx, obj))
+	}
+	labelled := func(key, value string) func() bool {
+		return func() bool {
+			n := &corev1.Namespace{}
+			return c.Get(ctx, client.ObjectKey{Name: ns}, n) == nil && n.Labels[key] == value
+		}
+	}
+	require.Eventually(t, labelled("istio.io/dataplane-mode", "ambient"), 20*time.Second, 100*time.Millisecond)
+	h.programWaypoint(ns)
+	require.Eventually(t, labelled("istio.io/use-waypoint", "waypoint"), 20*time.Second, 100*time.Millisecond)
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "waypoint-seccomp"}, cm), "the plugins' own ConfigMap")
+
+	require.NoError(t, c.Delete(ctx, &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: ns}, &profilev1.Profile{}))
+	}, 20*time.Second, 100*time.Millisecond, "revoked, finalizer removed")
+
+	var informers []string
+	podsReadInNamespace := false
+	for _, r := range reads.all() {
+		if r.watch {
+			informers = append(informers, r.group+"/"+r.resource+"?"+r.selector)
+		}
+		if r.group != "" {
+			continue
+		}
+		switch r.resource {
+		case "pods", "secrets":
+			assert.NotEmpty(t, r.namespace, "cluster-wide read of %s: %s", r.resource, r.description)
+			assert.False(t, r.watch, "a watch on %s: %s", r.resource, r.description)
+			podsReadInNamespace = podsReadInNamespace || (r.resource == "pods" && r.namespace == ns)
+		case "configmaps":
+			if r.namespace == "" {
+				assert.Equal(t, plugin.ManagedByLabel+"="+plugin.ManagedByValue, r.selector, "a ConfigMap read without the managed-by selector: %s", r.description)
+			}
+		}
+	}
+	slices.Sort(informers)
+	informers = slices.Compact(informers)
+	t.Logf("informers started: %v", informers)
+	assert.Contains(t, informers, "/configmaps?"+plugin.ManagedByLabel+"="+plugin.ManagedByValue, "the recording sees the ConfigMap informer")
+	assert.Contains(t, informers, "rbac.authorization.k8s.io/rolebindings?")
+	assert.True(t, podsReadInNamespace, "pods are read past the cache, in the namespace: the preflight and the revoke need them")
+}
+
+// The example's cache options are the library's: a fork copies plugins.CacheByObject too.
+func TestCacheOptionsSelectTheManagedConfigMaps(t *testing.T) {
+	opts := cacheOptions()
+	require.Len(t, opts.ByObject, 1)
+	for obj, by := range opts.ByObject {
+		assert.IsType(t, &corev1.ConfigMap{}, obj)
+		assert.Equal(t, plugin.ManagedSelector().String(), by.Label.String())
+	}
+	assert.Nil(t, opts.DefaultLabelSelector, "other kinds are not selected")
+}
+
+// A Reconciler built for a manager reads past the cache through the manager's API reader.
+func TestManagedReconcilerHasAnAPIReader(t *testing.T) {
+	env := envtest.Start(t)
+	mgr, err := ctrl.NewManager(env.Base, ctrl.Options{Scheme: envtest.NewScheme(), Cache: cacheOptions()})
+	require.NoError(t, err)
+	r, err := newManagedReconciler(mgr, config.Default())
+	require.NoError(t, err)
+	assert.Same(t, mgr.GetAPIReader(), r.Runner.APIReader)
+}
