@@ -59,14 +59,23 @@ func wantsNotServed(objs []applyObject, obs Observed) error {
 		if !obs.notServed[o.gvk] {
 			continue
 		}
-		// A CRD is named <plural>.<group>; the API server cannot tell the plural of a kind it does
-		// not serve, so it is guessed as kubectl does.
-		plural, _ := meta.UnsafeGuessKindToResource(o.gvk)
-		missing = append(missing, fmt.Sprintf("%s (install the CRD %s.%s, version %s)", o.ref, plural.Resource, o.gvk.Group, o.gvk.Version))
+		missing = append(missing, fmt.Sprintf("%s (install the CRD %s, version %s)", o.ref, crdName(o.gvk), o.gvk.Version))
 	}
 	if len(missing) == 0 {
 		return nil
 	}
 	return fmt.Errorf("the API server does not serve the kind of %s; nothing of this plugin is applied until it does",
 		strings.Join(missing, ", "))
+}
+
+// crdName is the name of the CRD that would serve gvk, <plural>.<group>. The API server cannot
+// tell the plural of a kind it does not serve, so it is guessed like apimachinery's
+// UnsafeGuessKindToResource, which turns Gateway into "gatewaies": a y after a vowel takes an s.
+func crdName(gvk schema.GroupVersionKind) string {
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	res := plural.Resource
+	if k := strings.ToLower(gvk.Kind); len(k) > 1 && strings.HasSuffix(k, "y") && strings.ContainsRune("aeiou", rune(k[len(k)-2])) {
+		res = k + "s"
+	}
+	return res + "." + gvk.Group
 }
