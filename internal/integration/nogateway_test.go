@@ -194,3 +194,22 @@ func TestTheGatewayAPIInstalledOrRemovedLaterIsFollowed(t *testing.T) {
 	assert.Equal(t, "enabled", labels["istio-injection"])
 	assert.NotContains(t, labels, "istio.io/dataplane-mode")
 }
+
+// A dry run (what `plan` shows) answers as the real run would on such a cluster.
+func TestADryRunWithoutTheGatewayAPIAnswersAsTheRunWould(t *testing.T) {
+	c := envtest.StartWithout(t, envtest.GatewayAPI).Client
+	p := profileIn(t, c, "dry-run-no-gw")
+
+	sidecar := runnerFor(t, c, config.ModeSidecar)
+	sidecar.DryRun = true
+	res := sidecar.Apply(context.Background(), p)
+	require.NoError(t, res.Err())
+	assert.NotEmpty(t, res.DryRun, "the writes sidecar mode would make")
+
+	ambient := runnerFor(t, c, config.ModeAmbient)
+	ambient.DryRun = true
+	res = ambient.Apply(context.Background(), p)
+	require.Error(t, res.Err())
+	assert.Contains(t, res.Err().Error(), "install the CRD gateways.gateway.networking.k8s.io")
+	assert.NotContains(t, namespaceLabels(t, c, p.Name), "istio-injection", "a dry run persists nothing")
+}
