@@ -94,6 +94,26 @@ func TestSidecarModeConvergesWithoutTheGatewayAPI(t *testing.T) {
 	owner := &istiosecurityv1.AuthorizationPolicy{}
 	require.True(t, exists(t, c, owner, p.Name, config.DefaultOwnerPolicyName))
 	assert.Empty(t, owner.Spec.TargetRefs, "in sidecar mode the owner policy applies to the pods")
+
+	// Steady state: no write, and no more reads than with the Gateway API installed: the RESTMapper
+	// asks discovery for the Gateway API again (plugin/served.go), instead of a list of Gateways.
+	writes := env.Requests.Writes()
+	reads := steadyStateReads(t, env, p)
+	assert.Equal(t, writes, env.Requests.Writes())
+	full := envtest.Start(t)
+	withCRDs := profileIn(t, full.Client, "sidecar-with-gw")
+	converged(t, runnerFor(t, full.Client, config.ModeSidecar), withCRDs)
+	assert.Equal(t, steadyStateReads(t, full, withCRDs), reads)
+}
+
+// steadyStateReads is the number of GET requests of one sidecar-mode Apply.
+func steadyStateReads(t *testing.T, env *envtest.Env, p *profilev1.Profile) int {
+	t.Helper()
+	gets := env.Requests.Get("GET")
+	res := runnerFor(t, env.Client, config.ModeSidecar).Apply(context.Background(), p)
+	require.NoError(t, res.Err())
+	require.False(t, res.Changed())
+	return env.Requests.Get("GET") - gets
 }
 
 // None mode writes nothing of Istio's or the Gateway API's: it converges on an API server
