@@ -22,10 +22,10 @@ import (
 // NoKindMatchError when it has none (client/apiutil/restmapper.go and cache/internal/informers.go,
 // makeListWatcher, v0.24.1). That dynamic RESTMapper asks discovery again on every miss, so a CRD
 // installed later is found by the next reconcile, at the cost of one discovery request per
-// unserved kind and reconcile until then (in place of the List request it would otherwise send). A kind it has found stays mapped after its CRD is
-// removed: a direct List then answers NotFound, which counts as not served too, and a cache that
-// watched the kind keeps answering from its (emptied) store, so such a removal never wedges the
-// reconciles.
+// unserved kind and reconcile until then (in place of the List it would otherwise send). A kind
+// it has found stays mapped after its CRD is removed: a direct List then answers NotFound, which
+// counts as not served too, and a cache that watched the kind keeps answering from its (emptied)
+// store, so such a removal never wedges the reconciles.
 
 // notServed says whether err, from listing the kind gvk, means the API server does not serve it.
 // A cache with ReaderFailOnMissingInformer refuses a kind it has no informer for, as it has none
