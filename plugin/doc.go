@@ -62,6 +62,15 @@
 // data-plane labels and the objects pods depend on last, once no pod depends on them (or left to
 // garbage collection when the Profile controls the namespace).
 //
+// # Kinds the API server does not serve
+//
+// A kind of a plugin's Kinds whose CRD is not installed has no objects: the runner observes it as
+// empty, so a mode that writes none of it works on a cluster without that CRD (sidecar mode
+// without the Gateway API). A plugin that wants to write such a kind fails as a whole, with a
+// retryable error naming the CRD, and so sets none of its labels. The runner finds out on every
+// call, through the List and the client's RESTMapper: a CRD installed later is used at once, and
+// one removed later counts as not served.
+//
 // # Whose namespace
 //
 // Before anything else, Apply and Revoke check that the namespace is the Profile's under

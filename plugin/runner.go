@@ -263,15 +263,20 @@ func (r *Runner) observe(ctx context.Context, name string) (*corev1.Namespace, O
 				continue
 			}
 			listed[gvk] = true
+			itemGVK := gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))
 			list := l.DeepCopyObject().(client.ObjectList)
 			if err := r.reader().List(ctx, list, client.InNamespace(name)); err != nil {
+				// A kind the API server does not serve has no objects (see served.go).
+				if notServed(err, r.Client.RESTMapper(), itemGVK) {
+					obs.markNotServed(itemGVK)
+					continue
+				}
 				return nil, Observed{}, fmt.Errorf("listing %s in %q: %w", gvk.Kind, name, err)
 			}
 			items, err := meta.ExtractList(list)
 			if err != nil {
 				return nil, Observed{}, err
 			}
-			itemGVK := gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))
 			for _, it := range items {
 				obj := it.(client.Object)
 				obj.GetObjectKind().SetGroupVersionKind(itemGVK)
@@ -305,6 +310,11 @@ func plan(s *runtime.Scheme, plugins []Plugin, res *Result, t Target) []*planned
 		if err != nil {
 			pl.failed = true
 			pl.res.Errors = append(pl.res.Errors, inputError{fmt.Errorf("plugin %s: %w", p.Name(), err)})
+			continue
+		}
+		if err := wantsNotServed(pl.objects, t.Observed); err != nil {
+			pl.failed = true
+			pl.res.Errors = append(pl.res.Errors, fmt.Errorf("plugin %s: %w", p.Name(), err))
 			continue
 		}
 		pl.res.Waiting = append(pl.res.Waiting, d.Waiting...)

@@ -19,6 +19,7 @@ import (
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -146,23 +148,56 @@ func newManagedReconciler(mgr ctrl.Manager, cfg *config.Config) (*Reconciler, er
 // ConfigMap watch sees only the plugins' own (cacheOptions). It also
 // watches kfam's contributor RoleBindings and policies, so adding or removing a contributor
 // reconciles the namespace's Profile at once rather than at some unrelated event.
+//
+// A watch of a kind whose CRD is not installed never syncs, and then the controller never starts
+// ("if kind is a CRD, it should be installed before calling Start"). Sidecar and none mode need
+// no Gateway API, and none mode no Istio, so only what the API server serves at start is watched;
+// a CRD installed later is watched after a restart, and until then the runner's requeue while it
+// waits stands in for the watch.
 func setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	gateways, err := served(mgr, &gatewayv1.Gateway{})
+	if err != nil {
+		return err
+	}
+	policies, err := served(mgr, &istiosecurityv1.AuthorizationPolicy{})
+	if err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&profilev1.Profile{}).
 		Owns(&corev1.Namespace{}).
-		Owns(&gatewayv1.Gateway{}).
-		Owns(&istiosecurityv1.AuthorizationPolicy{}).
 		Owns(&corev1.ConfigMap{}).
 		// kfam marks its bindings only with annotations, which no label or field selector can
 		// select, so every RoleBinding is cached, but as metadata only (no subjects or roleRefs):
 		// the authz plugin lists them as metadata too and so shares this cache.
 		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(profileOfNamespace),
-			builder.OnlyMetadata, builder.WithPredicates(contributorAnnotated)).
+			builder.OnlyMetadata, builder.WithPredicates(contributorAnnotated))
+	if gateways {
+		b = b.Owns(&gatewayv1.Gateway{})
+	}
+	if policies {
 		// kfam's own contributor policies carry no owner reference; watching them (from the
 		// cache Owns already fills) lets a policy kfam made for a refused user be reported at once.
-		Watches(&istiosecurityv1.AuthorizationPolicy{}, handler.EnqueueRequestsFromMapFunc(profileOfNamespace),
-			builder.WithPredicates(contributorAnnotated)).
-		Complete(r)
+		b = b.Owns(&istiosecurityv1.AuthorizationPolicy{}).
+			Watches(&istiosecurityv1.AuthorizationPolicy{}, handler.EnqueueRequestsFromMapFunc(profileOfNamespace),
+				builder.WithPredicates(contributorAnnotated))
+	}
+	return b.Complete(r)
+}
+
+// served reports whether the API server serves obj's kind, and logs it when it does not.
+func served(mgr ctrl.Manager, obj client.Object) (bool, error) {
+	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
+	if err != nil {
+		return false, err
+	}
+	_, err = mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		ctrl.Log.Info("not watching a kind the API server does not serve; install its CRD and restart to watch it",
+			"kind", gvk.String())
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // profileOfNamespace maps an object to the Profile of its namespace, which has the same name.

@@ -1,5 +1,6 @@
 // Package envtest starts a real API server (kube-apiserver and etcd from bin/, built by
-// `make envtest`) with the real Istio, Gateway API and Profile CRDs, for the integration tests.
+// `make envtest`) with the real Istio, Gateway API and Profile CRDs, for the integration tests;
+// [StartWithout] starts one that lacks some of them.
 //
 // The binaries are found through KUBEBUILDER_ASSETS, which `make test` sets. When they are
 // missing, Start fails the test with the command that builds them: integration tests never skip.
@@ -7,6 +8,7 @@ package envtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -94,36 +96,59 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-var (
-	shared    *Env
-	sharedErr error
-	once      sync.Once
-	stop      func() error
-	forScale  bool
-)
+// forScale is set by ForScale before any server starts.
+var forScale bool
 
 // ForScale raises, for an API server started after it, the limits a benchmark with tens of
 // thousands of namespaces and their clutter meets first: etcd's 2 GiB backend quota and the API
 // server's in-flight request limits (400 reads, 200 writes by default).
 func ForScale() { forScale = true }
 
-// Start returns the package's API server, starting it on first use. Call Stop from TestMain.
+// CRDs names sets of CRDs a test API server can leave out, to prove what works on a cluster
+// without them.
+type CRDs int
+
+const (
+	// GatewayAPI is the Gateway API's standard CRDs (gateways.gateway.networking.k8s.io, ...).
+	GatewayAPI CRDs = 1 << iota
+	// Istio is Istio's CRDs (authorizationpolicies.security.istio.io, ...).
+	Istio
+)
+
+var (
+	mu      sync.Mutex
+	servers = map[CRDs]*server{}
+)
+
+type server struct {
+	env  *Env
+	err  error
+	stop func() error
+}
+
+// Start returns the package's API server with every CRD, starting it on first use. Call Stop
+// from TestMain.
 func Start(t testing.TB) *Env {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(golden.ModuleRoot(t), "bin")
+	return StartWithout(t, 0)
+}
+
+// StartWithout returns an API server that lacks the CRD sets in left (0: none), starting it on
+// first use; each set of left-out CRDs gets its own server, shared within the package's tests.
+func StartWithout(t testing.TB, left CRDs) *Env {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	s, ok := servers[left]
+	if !ok {
+		s = &server{}
+		s.env, s.stop, s.err = start(t, assetsDir(t), left)
+		servers[left] = s
 	}
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
-			t.Fatalf("the integration tests need %s in %s (KUBEBUILDER_ASSETS); build it with: %s", bin, assets, BuildCommand)
-		}
+	if s.err != nil {
+		t.Fatalf("starting the test API server: %v", s.err)
 	}
-	once.Do(func() { shared, sharedErr = start(t, assets) })
-	if sharedErr != nil {
-		t.Fatalf("starting the test API server: %v", sharedErr)
-	}
-	return shared
+	return s.env
 }
 
 // Main runs a package's tests and then stops the API server; call it from TestMain. It silences
@@ -138,29 +163,107 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// Stop stops the API server if it was started.
-func Stop() error {
-	if stop == nil {
-		return nil
+// assetsDir is the directory of the API server binaries; it fails the test when they are missing.
+func assetsDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(golden.ModuleRoot(t), "bin")
 	}
-	return stop()
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+			t.Fatalf("the integration tests need %s in %s (KUBEBUILDER_ASSETS); build it with: %s", bin, dir, BuildCommand)
+		}
+	}
+	return dir
 }
 
-func start(t testing.TB, assets string) (*Env, error) {
-	istioCRDs, err := moduleFile("istio.io/api", "kubernetes", "customresourcedefinitions.gen.yaml")
-	if err != nil {
-		return nil, err
+// Stop stops the API servers that were started.
+func Stop() error {
+	mu.Lock()
+	defer mu.Unlock()
+	var errs []error
+	for left, s := range servers {
+		if s.stop != nil {
+			errs = append(errs, s.stop())
+		}
+		delete(servers, left)
 	}
-	gatewayCRDs, err := moduleFile("sigs.k8s.io/gateway-api", "config", "crd", "standard")
-	if err != nil {
-		return nil, err
+	return errors.Join(errs...)
+}
+
+// crdPaths are the files and directories of the CRD sets in set.
+func crdPaths(set CRDs) ([]string, error) {
+	var paths []string
+	if set&Istio != 0 {
+		istioCRDs, err := moduleFile("istio.io/api", "kubernetes", "customresourcedefinitions.gen.yaml")
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, istioCRDs)
 	}
+	if set&GatewayAPI != 0 {
+		gatewayCRDs, err := moduleFile("sigs.k8s.io/gateway-api", "config", "crd", "standard")
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, gatewayCRDs)
+	}
+	return paths, nil
+}
+
+// StartFresh starts an API server of the test's own that lacks the CRD sets in left, so the test
+// may install or remove CRDs (InstallCRDs, UninstallCRDs); it stops when the test ends.
+func StartFresh(t testing.TB, left CRDs) *Env {
+	t.Helper()
+	env, stop, err := start(t, assetsDir(t), left)
+	if stop != nil {
+		t.Cleanup(func() {
+			if err := stop(); err != nil {
+				t.Errorf("stopping the test API server: %v", err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatalf("starting the test API server: %v", err)
+	}
+	return env
+}
+
+// InstallCRDs installs the CRD sets in set and waits until the API server serves them.
+func (e *Env) InstallCRDs(t testing.TB, set CRDs) {
+	t.Helper()
+	paths, err := crdPaths(set)
+	if err == nil {
+		_, err = crenvtest.InstallCRDs(e.Base, crenvtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true})
+	}
+	if err != nil {
+		t.Fatalf("installing CRDs: %v", err)
+	}
+}
+
+// UninstallCRDs deletes the CRD sets in set; the API server then deletes their objects and stops
+// serving them, a moment later.
+func (e *Env) UninstallCRDs(t testing.TB, set CRDs) {
+	t.Helper()
+	paths, err := crdPaths(set)
+	if err == nil {
+		err = crenvtest.UninstallCRDs(e.Base, crenvtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true})
+	}
+	if err != nil {
+		t.Fatalf("uninstalling CRDs: %v", err)
+	}
+}
+
+func start(t testing.TB, assets string, left CRDs) (*Env, func() error, error) {
+	paths, err := crdPaths((GatewayAPI | Istio) &^ left)
+	if err != nil {
+		return nil, nil, err
+	}
+	dirs := append(paths, filepath.Join(golden.ModuleRoot(t), "testdata", "crds"))
 	env := &crenvtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths: []string{
-			istioCRDs, gatewayCRDs,
-			filepath.Join(golden.ModuleRoot(t), "testdata", "crds"),
-		},
+		CRDDirectoryPaths:     dirs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                NewScheme(),
 	}
@@ -173,17 +276,16 @@ func start(t testing.TB, assets string) (*Env, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	stop = env.Stop
 	base := rest.CopyConfig(cfg)
 	base.WarningHandlerWithContext = plugin.WarningHandler{}
 	counted, counter := CountRequests(base)
 	c, err := client.New(counted, client.Options{Scheme: NewScheme()})
 	if err != nil {
-		return nil, err
+		return nil, env.Stop, err
 	}
-	return &Env{Config: counted, Base: base, Client: c, Requests: counter}, nil
+	return &Env{Config: counted, Base: base, Client: c, Requests: counter}, env.Stop, nil
 }
 
 // moduleFile finds a path inside a module of the build, through the go command (so the CRDs are

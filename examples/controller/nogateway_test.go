@@ -1,0 +1,67 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+)
+
+// The controller starts and reconciles through its watches on a cluster without the CRDs its mode
+// does not write: sidecar mode without the Gateway API, none mode without it or Istio. A watch of
+// a kind that is not served would keep the controller from ever starting.
+func TestTheControllerStartsWithoutCRDsItsModeDoesNotNeed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		left    envtest.CRDs
+		mode    config.MeshMode
+		profile string
+		labels  map[string]string
+		policy  bool
+	}{
+		{"sidecar mode without the Gateway API", envtest.GatewayAPI, config.ModeSidecar, "erin",
+			map[string]string{"istio-injection": "enabled", "pod-security.kubernetes.io/enforce": "baseline"}, true},
+		{"none mode without the Gateway API or Istio", envtest.GatewayAPI | envtest.Istio, config.ModeNone, "fred",
+			map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := envtest.StartWithout(t, tc.left)
+			cfg := config.Default()
+			cfg.Mesh.Mode = tc.mode
+			require.NoError(t, cfg.Validate())
+			ctx := startManager(t, env.Config, ctrl.Options{}, cfg, nil)
+
+			createProfile(t, env.Client, tc.profile, tc.profile+"@example.com")
+			require.Eventually(t, func() bool {
+				p := &profilev1.Profile{}
+				if env.Client.Get(ctx, client.ObjectKey{Name: tc.profile}, p) != nil {
+					return false
+				}
+				for _, c := range p.Status.Conditions {
+					if c.Type == plugin.ConditionType {
+						return c.Status == "True"
+					}
+				}
+				return false
+			}, 30*time.Second, 100*time.Millisecond, "the Profile is reconciled through the watch and becomes ready")
+			n := &corev1.Namespace{}
+			require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: tc.profile}, n))
+			for k, v := range tc.labels {
+				require.Equal(t, v, n.Labels[k], "label %s", k)
+			}
+			if tc.policy {
+				require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: tc.profile, Name: config.DefaultOwnerPolicyName},
+					&istiosecurityv1.AuthorizationPolicy{}))
+			}
+		})
+	}
+}
