@@ -316,7 +316,7 @@ func SeccompConfigMap(cfg *config.Config, namespace string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: cfg.Mesh.Waypoint.Name + SeccompPatchSuffix, Namespace: namespace},
-		Data:       map[string]string{"deployment": seccompPatch},
+		Data:       map[string]string{deploymentOverlay: seccompPatch},
 	}
 }
 
