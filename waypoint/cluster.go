@@ -33,8 +33,9 @@ const attachableClass = config.DefaultWaypointClassName
 // ignore the policy and the admin would believe in a default-deny that does not exist.
 func ClusterDefaultDeny(cfg *config.Config) (*istiosecurityv1.AuthorizationPolicy, error) {
 	if class := cfg.Mesh.Waypoint.ClassName; class != attachableClass {
-		return nil, fmt.Errorf("mesh.waypoint.className %q: istiod attaches a policy that targets a GatewayClass only for class %q "+
-			"(in the root namespace %q), so a cluster-wide default-deny for class %q would be silently ignored; "+
+		return nil, fmt.Errorf("mesh.waypoint.className %q: istiod attaches a policy that targets a GatewayClass only for class %q, "+
+			"a name hard-coded in istiod (pilot/pkg/model/policyattachment.go), and only from the root namespace %q, "+
+			"so a cluster-wide default-deny for class %q would be silently ignored; "+
 			"the per-namespace ztunnel policy still keeps each namespace closed, but a waypoint without its own policy would allow everything "+
 			"it is sent: use class %q, or give every waypoint of your class an allow-nothing policy of its own",
 			class, attachableClass, cfg.Mesh.RootNamespace, class, attachableClass)

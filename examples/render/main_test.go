@@ -15,23 +15,61 @@ import (
 
 // Each case is one golden file under testdata/golden/render/.
 func TestRenderGolden(t *testing.T) {
+	optIn := filepath.Join(t.TempDir(), "seccomp-patch.yaml")
+	require.NoError(t, os.WriteFile(optIn, []byte("apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\nmesh: {waypoint: {seccompPatch: true}}\n"), 0o644))
 	cases := []struct {
 		name string
 		args []string
+		// what the output must (not) show, so a blind -update cannot hide a regression
+		want, not []string
 	}{
-		{"default", nil},
-		{"sidecar", []string{"-mode", "sidecar"}},
-		{"waypoint-not-ready", []string{"-waypoint-ready=false"}},
-		{"cluster", []string{"-cluster"}},
-		{"restricted", []string{"-pss-enforce", "restricted"}},
+		{"default", nil, nil, []string{"parametersRef", "kind: ConfigMap"}},
+		{"sidecar", []string{"-mode", "sidecar"}, nil, nil},
+		{"waypoint-not-ready", []string{"-waypoint-ready=false"}, nil, nil},
+		{"cluster", []string{"-cluster"}, []string{"name: waypoint-default-deny", "gateway.istio.io/defaults-for-class: istio-waypoint", "type: RuntimeDefault"}, nil},
+		{"restricted", []string{"-pss-enforce", "restricted"}, []string{"pod-security.kubernetes.io/enforce: restricted"}, []string{"parametersRef", "kind: ConfigMap"}},
+		{"seccomp-patch", []string{"-config", optIn}, []string{"name: waypoint-seccomp", "parametersRef"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			require.NoError(t, run(tc.args, &stdout, &stderr), stderr.String())
+			for _, w := range tc.want {
+				assert.Contains(t, stdout.String(), w)
+			}
+			for _, n := range tc.not {
+				assert.NotContains(t, stdout.String(), n)
+			}
 			golden.Assert(t, "render/"+tc.name+".yaml", stdout.Bytes())
 		})
 	}
+}
+
+// The opt-in per-namespace patch is announced with what it costs; the default says nothing.
+func TestRenderWarnsAboutThePerNamespacePatch(t *testing.T) {
+	optIn := filepath.Join(t.TempDir(), "seccomp-patch.yaml")
+	require.NoError(t, os.WriteFile(optIn, []byte("apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\nmesh: {waypoint: {seccompPatch: true}}\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run([]string{"-config", optIn}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "note: waypoint: mesh.waypoint.seccompPatch is on: namespace editors")
+	stderr.Reset()
+	require.NoError(t, run(nil, &stdout, &stderr))
+	assert.NotContains(t, stderr.String(), "seccompPatch")
+}
+
+// With a custom waypoint class, -cluster refuses: istiod would ignore the default-deny. The whole
+// message is a golden file, read like any other output.
+func TestRenderClusterRefusesACustomClass(t *testing.T) {
+	customClass := filepath.Join(t.TempDir(), "class.yaml")
+	require.NoError(t, os.WriteFile(customClass, []byte("apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\nmesh: {waypoint: {className: corp-waypoint}}\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"-cluster", "-config", customClass}, &stdout, &stderr)
+	require.Error(t, err)
+	assert.Empty(t, stdout.String(), "neither cluster-wide object is written")
+	for _, w := range []string{"-cluster", `mesh.waypoint.className "corp-waypoint"`, `only for class "istio-waypoint"`, "pilot/pkg/model/policyattachment.go", "silently ignored"} {
+		assert.Contains(t, err.Error(), w)
+	}
+	golden.Assert(t, "render/cluster-custom-class-error.txt", []byte("render: "+err.Error()+"\n"))
 }
 
 func TestRenderRefusesBadInput(t *testing.T) {
