@@ -191,7 +191,7 @@ func TestCheckPlatformWaypointSeccomp(t *testing.T) {
 	require.NoError(t, c.Update(ctx, defaults))
 	noSeccomp := cannotStart
 	noSeccomp.ConfigMap = "waypoint-defaults"
-	noSeccomp.Problem = "enforce is restricted, mesh.waypoint.seccompPatch is off, and the class defaults (the oldest labelled ConfigMap, the one istiod applies) set no pod seccompProfile: " +
+	noSeccomp.Problem = "enforce is restricted, mesh.waypoint.seccompPatch is off, and the class defaults (the oldest labelled ConfigMap, the one istiod applies) set no pod seccompProfile that restricted admits (or their deployment key does not parse): " +
 		"Pod Security rejects the waypoint's pods, so it is never Programmed and every user namespace waits for it forever"
 	assert.Equal(t, []plugins.PlatformFinding{noSeccomp}, check(t, env, cfg))
 	defaults.Data["pod"] = "{}"

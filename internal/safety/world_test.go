@@ -105,6 +105,9 @@ func (m cfgModel) String() string {
 func (m cfgModel) build() (*config.Config, error) {
 	c := config.Default()
 	c.Mesh.Mode = m.mode
+	// The model covers the per-namespace seccomp ConfigMap (its drift, deletion and foreign
+	// copies), so it runs with that opt-in on.
+	c.Mesh.Waypoint.SeccompPatch = ptr.To(true)
 	c.PodSecurity.Enforce.Level = psaLevel(m.enforce)
 	c.PodSecurity.Preflight = config.PreflightApply
 	if m.hold {
