@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	psaapi "k8s.io/pod-security-admission/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -127,10 +128,28 @@ func (w labelWrite) changed(plans []*planned) []*planned {
 	return out
 }
 
+// warned is who gets the API server's warnings on the write. The one built-in admission that warns
+// on a namespace update is PodSecurity, and only when the enforce level or version changes
+// (k8s.io/pod-security-admission/admission/admission.go, ValidateNamespace): its warnings go to the
+// plugins whose change is that. Any other warning goes to every plugin the write changes.
+func (w labelWrite) warned(changed []*planned) []*planned {
+	var enforce []*planned
+	for _, p := range changed {
+		keys := slices.Concat(w.set[p.plugin.Name()], w.removed[p.plugin.Name()])
+		if slices.Contains(keys, psaapi.EnforceLevelLabel) || slices.Contains(keys, psaapi.EnforceVersionLabel) {
+			enforce = append(enforce, p)
+		}
+	}
+	if len(enforce) > 0 {
+		return enforce
+	}
+	return changed
+}
+
 // writeLabels sends the call's namespace-label write, if anything differs, and then releases the
 // per-plugin field managers of an earlier release. It reports whether the labels are as planned.
-// The write's errors and API warnings go to every plugin whose labels it changes (to the Result
-// when it changes none of them: it only repairs the runner's own bookkeeping).
+// The write's errors go to every plugin whose labels it changes (to the Result when it changes
+// none of them: it only repairs the runner's own bookkeeping); its API warnings, see warned.
 func (r *Runner) writeLabels(ctx context.Context, ns *corev1.Namespace, plans []*planned, want map[string]map[string]string, res *Result) bool {
 	own := readLabelOwners(ns, pluginsOf(plans))
 	if own.err != nil {
@@ -152,7 +171,7 @@ func (r *Runner) writeLabels(ctx context.Context, ns *corev1.Namespace, plans []
 		}
 		wctx, warnings := collectWarnings(ctx)
 		err := r.Client.Apply(wctx, ac, client.FieldOwner(LabelFieldManager), client.ForceOwnership)
-		for _, p := range changed {
+		for _, p := range w.warned(changed) {
 			p.res.Warnings = append(p.res.Warnings, warnings()...)
 		}
 		if err != nil {

@@ -70,8 +70,8 @@ func (h *harness) namespace(name string) *corev1.Namespace {
 // controller updates a namespace once, and a steady state writes nothing.
 func TestFirstReconcileWritesTheNamespaceOnce(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
-	const ns = "judy"
-	createProfile(t, h.env.Client, ns, "judy@example.com")
+	const ns = "labels-once"
+	createProfile(t, h.env.Client, ns, "once@example.com")
 	h.reconcile(ns) // creates the namespace, as the profiles controller would, and writes once
 	n := h.namespace(ns)
 	assert.Equal(t, map[string][]string{
@@ -149,14 +149,14 @@ func TestUpgradeTakesOverThePerPluginLabelManagers(t *testing.T) {
 		writes  []string
 	}{{
 		// The usual upgrade: three writes.
-		ns:      "kim",
+		ns:      "labels-upgrade",
 		retired: map[string]map[string]string{"pss": {"pss.example/retired": "true"}},
 		writes:  []string{plugin.LabelFieldManager, plugin.FieldManager("waypoint"), plugin.FieldManager("pss")},
 	}, {
 		// An enrolment label to withdraw as well (use-waypoint of a waypoint that is not
 		// Programmed): the withdrawal takes everything over before the objects change, and the
 		// label phase then drops the retired pss label the withdrawal had to keep.
-		ns: "lee",
+		ns: "labels-withdraw",
 		retired: map[string]map[string]string{
 			"waypoint": {"istio.io/use-waypoint": "waypoint"},
 			"pss":      {"pss.example/retired": "true"},
