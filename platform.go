@@ -8,13 +8,11 @@ import (
 
 	"istio.io/api/annotation"
 	"istio.io/api/label"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
@@ -343,11 +341,10 @@ func checkWaypoint(ctx context.Context, r client.Reader, cfg *config.Config) ([]
 			return []PlatformFinding{f}, nil
 		}
 	}
-	if cfg.PodSecurity.Enforce.Level != psaapi.LevelRestricted || ptr.Deref(cfg.Mesh.Waypoint.SeccompPatch, true) {
+	if cfg.PodSecurity.Enforce.Level != psaapi.LevelRestricted || ptr.Deref(cfg.Mesh.Waypoint.SeccompPatch, false) {
 		return nil, nil
 	}
-	seccomp, err := setsSeccompDefault(defaults)
-	if seccomp {
+	if waypoint.SetsSeccompDefault(defaults) {
 		return nil, nil
 	}
 	f := base
@@ -355,10 +352,9 @@ func checkWaypoint(ctx context.Context, r client.Reader, cfg *config.Config) ([]
 	case defaults == nil:
 		f.Problem = fmt.Sprintf("enforce is restricted, mesh.waypoint.seccompPatch is off, and no ConfigMap in namespace %s is labelled %s=%s",
 			namespace, waypoint.ClassDefaultsLabel, class)
-	case err != nil:
-		f.Problem = fmt.Sprintf("enforce is restricted, mesh.waypoint.seccompPatch is off, and the class defaults' deployment key does not parse: %v", err)
 	default:
-		f.Problem = "enforce is restricted, mesh.waypoint.seccompPatch is off, and the class defaults (the oldest labelled ConfigMap, the one istiod applies) set no pod seccompProfile"
+		f.Problem = "enforce is restricted, mesh.waypoint.seccompPatch is off, and the class defaults (the oldest labelled ConfigMap, the one istiod applies) " +
+			"set no pod seccompProfile that restricted admits (or their deployment key does not parse)"
 	}
 	f.Problem += ": Pod Security rejects the waypoint's pods, so it is never Programmed and every user namespace waits for it forever"
 	f.Fix = fmt.Sprintf("apply the class-defaults ConfigMap that `render -cluster` emits into namespace %s, or set mesh.waypoint.seccompPatch: true", namespace)
@@ -386,25 +382,4 @@ func unsupportedKeys(f PlatformFinding, cm *corev1.ConfigMap, class string) (Pla
 	f.Problem = fmt.Sprintf("the class defaults have key(s) %q, which istiod does not support, so it renders no waypoint of class %s", bad, class)
 	f.Fix = fmt.Sprintf("keep only the keys %s in ConfigMap %s/%s", strings.Join(supportedOverlays, ", "), cm.Namespace, cm.Name)
 	return f, true
-}
-
-// setsSeccompDefault reports whether the class defaults give the waypoint pod a seccomp profile
-// that Pod Security "restricted" admits (RuntimeDefault or Localhost). istiod applies the
-// deployment key as a strategic merge patch, so it has a Deployment's shape.
-//
-// TODO(lead): switch to waypoint.SetsSeccompDefault once the hardening branch is merged.
-func setsSeccompDefault(cm *corev1.ConfigMap) (bool, error) {
-	if cm == nil || cm.Data["deployment"] == "" {
-		return false, nil
-	}
-	d := &appsv1.Deployment{}
-	if err := yaml.Unmarshal([]byte(cm.Data["deployment"]), d); err != nil {
-		return false, err
-	}
-	sc := d.Spec.Template.Spec.SecurityContext
-	if sc == nil || sc.SeccompProfile == nil {
-		return false, nil
-	}
-	t := sc.SeccompProfile.Type
-	return t == corev1.SeccompProfileTypeRuntimeDefault || t == corev1.SeccompProfileTypeLocalhost, nil
 }

@@ -156,9 +156,10 @@ func TestCheckPlatformWaypointSeccomp(t *testing.T) {
 	cfg := config.Default()
 	fixture.Platform(t, c, cfg)
 	cfg.PodSecurity.Enforce.Level = "restricted"
-	assert.Empty(t, check(t, env, cfg), "the per-namespace seccomp patch (the default) makes the waypoint admissible")
+	cfg.Mesh.Waypoint.SeccompPatch = ptr.To(true)
+	assert.Empty(t, check(t, env, cfg), "the per-namespace seccomp patch (the opt-in) makes the waypoint admissible")
 
-	cfg.Mesh.Waypoint.SeccompPatch = ptr.To(false)
+	cfg.Mesh.Waypoint.SeccompPatch = ptr.To(false) // the default
 	cannotStart := plugins.PlatformFinding{Kind: plugins.FindingWaypointCannotStart, What: plugins.WhatWaypoint, Namespace: "istio-system",
 		Problem: "enforce is restricted, mesh.waypoint.seccompPatch is off, and no ConfigMap in namespace istio-system is labelled gateway.istio.io/defaults-for-class=istio-waypoint: " +
 			"Pod Security rejects the waypoint's pods, so it is never Programmed and every user namespace waits for it forever",
@@ -191,7 +192,7 @@ func TestCheckPlatformWaypointSeccomp(t *testing.T) {
 	require.NoError(t, c.Update(ctx, defaults))
 	noSeccomp := cannotStart
 	noSeccomp.ConfigMap = "waypoint-defaults"
-	noSeccomp.Problem = "enforce is restricted, mesh.waypoint.seccompPatch is off, and the class defaults (the oldest labelled ConfigMap, the one istiod applies) set no pod seccompProfile: " +
+	noSeccomp.Problem = "enforce is restricted, mesh.waypoint.seccompPatch is off, and the class defaults (the oldest labelled ConfigMap, the one istiod applies) set no pod seccompProfile that restricted admits (or their deployment key does not parse): " +
 		"Pod Security rejects the waypoint's pods, so it is never Programmed and every user namespace waits for it forever"
 	assert.Equal(t, []plugins.PlatformFinding{noSeccomp}, check(t, env, cfg))
 	defaults.Data["pod"] = "{}"

@@ -6,6 +6,7 @@ package plugin_test
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
@@ -15,14 +16,23 @@ import (
 	typev1beta1 "istio.io/api/type/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
 
 const dryRun = "istio.io/dry-run"
+
+// withPatch switches on the opt-in per-namespace seccomp patch (mesh.waypoint.seccompPatch).
+func (m *mesh) withPatch() *mesh {
+	m.cfg.Mesh.Waypoint.SeccompPatch = ptrTo(true)
+	m.configure(config.ModeAmbient)
+	return m
+}
 
 // FINDING (fail-open, persistent and silent; anyone who may update AuthorizationPolicies, e.g. a
 // GitOps tool or an admin "trying dry-run"). Istio reads the annotation istio.io/dry-run: "true"
@@ -69,7 +79,7 @@ func TestDryRunAnnotationOnThePoliciesIsRestoredAndReported(t *testing.T) {
 // warning, while use-waypoint stayed. Now data and binaryData are content like spec: another
 // writer's key is restored away in the same call and reported.
 func TestAKeyAddedToTheWaypointPatchConfigMapIsRestoredAndReported(t *testing.T) {
-	m := newMesh(t)
+	m := newMesh(t).withPatch()
 	m.enrol()
 	cm := &corev1.ConfigMap{}
 	key := client.ObjectKey{Namespace: ns, Name: "waypoint-seccomp"}
@@ -100,14 +110,16 @@ func TestAKeyAddedToTheWaypointPatchConfigMapIsRestoredAndReported(t *testing.T)
 // <waypoint>-seccomp in the user namespace, and istiod applies that ConfigMap's "deployment" key
 // as a strategic merge patch to the waypoint Deployment (image, containers, args, env). An editor
 // who created that ConfigMap first got a ConflictError reported, but the namespace was still
-// routed (use-waypoint, ingress-use-waypoint) through a waypoint whose pod the editor wrote. Now
-// both routing labels require the plugin's own, intact ConfigMap when the patch is enabled.
+// routed (use-waypoint, ingress-use-waypoint) through a waypoint whose pod the editor wrote. Then
+// both routing labels required the plugin's own, intact ConfigMap. Now the patch is an opt-in, and
+// with it on the Gateway never references a ConfigMap another writer made, so istiod does not
+// build the waypoint from it at all.
 func TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint(t *testing.T) {
 	hijack := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "waypoint-seccomp", Namespace: ns},
 		Data:       map[string]string{"deployment": "spec:\n  template:\n    spec:\n      containers:\n      - name: istio-proxy\n        image: evil/proxy\n"},
 	}
-	m := newMesh(t, hijack)
+	m := newMesh(t, hijack).withPatch()
 	res := m.apply()
 	var conflict *plugin.ConflictError
 	require.ErrorAs(t, res.Err(), &conflict)
@@ -116,14 +128,54 @@ func TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint(t *testing.T) {
 	require.ErrorAs(t, res.Err(), &conflict, "the conflict is still reported")
 	gw := &gatewayv1.Gateway{}
 	require.NoError(t, m.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "waypoint"}, gw))
-	usesForeign := gw.Spec.Infrastructure != nil && gw.Spec.Infrastructure.ParametersRef != nil &&
-		gw.Spec.Infrastructure.ParametersRef.Name == hijack.Name
-	require.True(t, usesForeign, "the scenario: the Gateway names the editor's ConfigMap")
+	assert.Nil(t, gw.Spec.Infrastructure, "the Gateway names the editor's ConfigMap, so istiod patches the waypoint with it")
 	labels := m.labels()
 	assert.Empty(t, labels[useWaypoint],
-		"the namespace is routed through a waypoint whose Deployment is patched by a ConfigMap the plugin did not make (labels %v, errors %v)", labels, res.Err())
+		"the namespace is routed although the ConfigMap the opt-in needs is not the plugin's (labels %v, errors %v)", labels, res.Err())
 	assert.Empty(t, labels[ingressUseWaypoint])
 	assert.Equal(t, "ambient", labels[dataplaneMode], "the ztunnel policy still protects the pods, so they stay in ambient")
+	assert.Equal(t, hijack.Data, m.configMap("waypoint-seccomp").Data, "another writer's object is not the plugin's to change")
+}
+
+// With the opt-in on, a foreign key in the plugin's patch ConfigMap that cannot be restored (the
+// restoring write fails) takes the namespace off the waypoint at once: istiod applies every key
+// to the waypoint it builds, so until the ConfigMap is restored the waypoint may not be the one
+// the owner policy runs in. Once the restore succeeds, the namespace is routed again.
+func TestAnUnrestoredPatchConfigMapWithdrawsTheRouting(t *testing.T) {
+	m := newMesh(t).withPatch()
+	m.enrol()
+	cm := m.configMap("waypoint-seccomp")
+	want := maps.Clone(cm.Data)
+	cm.Data["deployment"] = "spec:\n  template:\n    spec:\n      containers:\n      - name: istio-proxy\n        image: evil/proxy\n"
+	cm.Data["extra"] = "x"
+	require.NoError(t, m.c.Update(context.Background(), cm, client.FieldOwner("kubectl-edit")))
+
+	m.fail = func(verb string, obj any) error {
+		if describe(obj) == "ConfigMap/waypoint-seccomp" {
+			return apierrors.NewServiceUnavailable("injected")
+		}
+		return nil
+	}
+	res := m.apply()
+	require.Error(t, res.Err())
+	labels := m.labels()
+	assert.Empty(t, labels[useWaypoint], "routed through a waypoint istiod builds from another writer's patch")
+	assert.Empty(t, labels[ingressUseWaypoint])
+	assert.Equal(t, "ambient", labels[dataplaneMode], "the ztunnel policy still protects the pods")
+	assert.Contains(t, strings.Join(res.Warnings(), "\n"), "ConfigMap/waypoint-seccomp was changed by another writer (kubectl-edit set data.deployment, data.extra)")
+
+	m.fail = nil
+	res = m.apply()
+	require.NoError(t, res.Err())
+	assert.Equal(t, want, m.configMap("waypoint-seccomp").Data, "the foreign key and the changed value are gone")
+	enrolled(t, m.labels())
+}
+
+func (m *mesh) configMap(name string) *corev1.ConfigMap {
+	m.t.Helper()
+	cm := &corev1.ConfigMap{}
+	require.NoError(m.t, m.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cm))
+	return cm
 }
 
 // FINDING (fail-open, not detected; anyone who may write AuthorizationPolicies in the namespace:

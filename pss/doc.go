@@ -9,8 +9,8 @@
 //	- kind: PodSecurity
 //	  spec: {enforce: restricted}
 //
-// Anyone may tighten a level (but not to restricted in ambient mode without the waypoint's seccomp
-// patch: the waypoint pod would be refused). Loosening enforce is allowed only to profiles whose
+// Anyone may tighten a level (to restricted in ambient mode too: the waypoint class defaults give
+// the waypoint pod the seccompProfile restricted needs). Loosening enforce is allowed only to profiles whose
 // namespace's labels an override in the configuration selects (never by the Profile's name, which
 // the user chose), and only down to that override's
 // minimum; audit and warn never loosen, since they are how the admin sees violations. A refused

@@ -192,18 +192,11 @@ func (p *Plugin) tighteningRefusal(mode string, asked, admin psaapi.Level) strin
 	if asked != psaapi.LevelPrivileged && p.cfg.Mesh.Mode == config.ModeSidecar && !*p.cfg.Mesh.IstioCNI {
 		return "sidecar injection without istio-cni needs NET_ADMIN and NET_RAW, which this level forbids; enforce stays " + string(admin)
 	}
-	if asked == psaapi.LevelRestricted && p.waypointNeedsSeccompPatch() {
-		return "without mesh.waypoint.seccompPatch the waypoint pod has no seccompProfile, which this level requires, " +
-			"so the namespace would wait for its waypoint forever; enforce stays " + string(admin)
-	}
+	// Restricted is not refused in ambient mode without mesh.waypoint.seccompPatch: the waypoint
+	// class defaults in mesh.istiodNamespace (waypoint.ClassDefaults) give the waypoint pod its
+	// seccompProfile. Whether they exist is a fact of the cluster, which a plugin cannot read; the
+	// waypoint plugin's waiting message names them while the waypoint is not Programmed.
 	return ""
-}
-
-// waypointNeedsSeccompPatch says whether Pod Security "restricted" would refuse the waypoint pod:
-// in ambient mode without the seccomp patch istiod's waypoint Deployment sets no seccompProfile.
-func (p *Plugin) waypointNeedsSeccompPatch() bool {
-	m := p.cfg.Mesh
-	return m.Mode == config.ModeAmbient && m.Waypoint.SeccompPatch != nil && !*m.Waypoint.SeccompPatch
 }
 
 // loosestAllowed is the loosest enforce level any matching override grants the target.

@@ -53,38 +53,28 @@ func TestAProfileNameNeverGrantsALooserLevel(t *testing.T) {
 }
 
 // From the security review (branch attack): the tenant locks their own namespace (fails closed),
-// and nothing said why. The configuration refuses mesh.waypoint.seccompPatch: false with an admin
-// enforce level of "restricted", because the waypoint pod is then refused and the namespace waits
-// for its waypoint forever. A Profile may always tighten, so a data scientist who asked for
-// {enforce: restricted} in that configuration got exactly that state. Now the request is refused
-// with an error naming spec.plugins[i].spec.enforce and the reason, and enforce stays the admin's.
-func TestProfileTighteningToRestrictedWithoutTheWaypointSeccompPatchIsRefused(t *testing.T) {
-	cfg := config.Default()
-	cfg.Mesh.Waypoint.SeccompPatch = new(bool)
-	require.NoError(t, cfg.Validate(), "baseline without the patch is a valid configuration")
-	p, err := pss.New(cfg)
-	require.NoError(t, err)
+// and nothing said why. Without a seccompProfile the waypoint pod is refused under "restricted",
+// and the namespace waits for its waypoint forever. The seccompProfile now comes from the waypoint
+// class defaults in istiod's namespace by default, so a Profile may tighten to restricted without
+// the per-namespace patch, in every mode; when the class defaults are missing, the waypoint
+// plugin's waiting message says so and names the fix (waypoint tests).
+func TestProfileMayTightenToRestrictedWithoutThePerNamespacePatch(t *testing.T) {
 	profile := profileAsking(t, "alice", "{enforce: restricted}")
-	d, err := p.Generate(plugin.Target{Namespace: profile.Name, Profile: profile})
-	require.NoError(t, err)
-	assert.Equal(t, "baseline", d.Labels[psaapi.EnforceLevelLabel], "the waypoint pod can never start at restricted without the seccomp patch")
-	require.NotEmpty(t, d.Errors, "the refused request is reported")
-	assert.Contains(t, d.Errors[0].Error(), "spec.plugins[1].spec.enforce")
-	assert.Contains(t, d.Errors[0].Error(), "seccompPatch")
-
-	// With the patch (the default), or outside ambient mode, the Profile may tighten.
-	for _, mutate := range []func(*config.Config){
-		func(c *config.Config) { c.Mesh.Waypoint.SeccompPatch = nil; c.SetDefaults() },
-		func(c *config.Config) { c.Mesh.Mode = config.ModeSidecar },
+	for name, mutate := range map[string]func(*config.Config){
+		"ambient, class defaults (default)": func(*config.Config) {},
+		"ambient, per-namespace patch":      func(c *config.Config) { c.Mesh.Waypoint.SeccompPatch = ptr(true) },
+		"sidecar":                           func(c *config.Config) { c.Mesh.Mode = config.ModeSidecar },
 	} {
-		cfg := config.Default()
-		cfg.Mesh.Waypoint.SeccompPatch = new(bool)
-		mutate(cfg)
-		p, err := pss.New(cfg)
-		require.NoError(t, err)
-		d, err := p.Generate(plugin.Target{Namespace: profile.Name, Profile: profile})
-		require.NoError(t, err)
-		assert.Equal(t, "restricted", d.Labels[psaapi.EnforceLevelLabel])
-		assert.Empty(t, d.Errors)
+		t.Run(name, func(t *testing.T) {
+			cfg := config.Default()
+			mutate(cfg)
+			require.NoError(t, cfg.Validate())
+			p, err := pss.New(cfg)
+			require.NoError(t, err)
+			d, err := p.Generate(plugin.Target{Namespace: profile.Name, Profile: profile})
+			require.NoError(t, err)
+			assert.Equal(t, "restricted", d.Labels[psaapi.EnforceLevelLabel])
+			assert.Empty(t, d.Errors)
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -19,17 +20,15 @@ func policyRef(name string) plugin.Ref {
 	return plugin.Ref{GroupKind: schema.GroupKind{Group: "security.istio.io", Kind: "AuthorizationPolicy"}, Name: name}
 }
 
-// Routing to the waypoint requires the owner policy (the only check there), the ztunnel policy,
-// the waypoint and its seccomp patch ConfigMap; ambient enrolment requires the ztunnel policy.
+// Routing to the waypoint requires the owner policy (the only check there), the ztunnel policy
+// and the waypoint, and with the opt-in per-namespace seccomp patch its ConfigMap too; ambient
+// enrolment requires the ztunnel policy.
 func TestLabelRequirements(t *testing.T) {
 	cfg := config.Default()
 	d, err := waypoint.New(cfg).Generate(plugin.Target{Namespace: ns, Observed: plugin.Observed{Objects: []client.Object{programmed(cfg)}}})
 	require.NoError(t, err)
 	gw := plugin.Ref{GroupKind: schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "Gateway"}, Name: "waypoint"}
-	// With the seccomp patch (the default) istiod patches the waypoint Deployment from the
-	// ConfigMap, so only the plugin's own may shape the pod traffic is routed through.
-	patch := plugin.Ref{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Name: "waypoint" + waypoint.SeccompPatchSuffix}
-	routed := []plugin.Ref{policyRef(cfg.Authorization.OwnerPolicyName), policyRef(cfg.Authorization.ZtunnelPolicyName), gw, patch}
+	routed := []plugin.Ref{policyRef(cfg.Authorization.OwnerPolicyName), policyRef(cfg.Authorization.ZtunnelPolicyName), gw}
 	assert.Equal(t, map[string][]plugin.Ref{
 		"istio.io/dataplane-mode":       {policyRef(cfg.Authorization.ZtunnelPolicyName)},
 		"istio.io/use-waypoint":         routed,
@@ -38,12 +37,14 @@ func TestLabelRequirements(t *testing.T) {
 	assert.Equal(t, map[string][]plugin.Ref{"istio.io/dataplane-mode": {policyRef(cfg.Authorization.ZtunnelPolicyName)}},
 		waypoint.New(cfg).DataPlaneLabels())
 
-	// Without the patch there is no ConfigMap to require.
-	cfg.Mesh.Waypoint.SeccompPatch = new(bool)
+	// With the opt-in patch istiod patches the waypoint Deployment from the ConfigMap, so only
+	// the plugin's own may shape the pod traffic is routed through.
+	cfg.Mesh.Waypoint.SeccompPatch = ptr.To(true)
 	d, err = waypoint.New(cfg).Generate(plugin.Target{Namespace: ns, Observed: plugin.Observed{Objects: []client.Object{programmed(cfg)}}})
 	require.NoError(t, err)
-	assert.Equal(t, routed[:3], d.LabelRequires["istio.io/use-waypoint"])
-	assert.Equal(t, routed[:3], d.LabelRequires["istio.io/ingress-use-waypoint"])
+	patch := plugin.Ref{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Name: "waypoint" + waypoint.SeccompPatchSuffix}
+	assert.Equal(t, append(routed, patch), d.LabelRequires["istio.io/use-waypoint"])
+	assert.Equal(t, append(routed, patch), d.LabelRequires["istio.io/ingress-use-waypoint"])
 }
 
 // Captured follows Istio's CNI agent: with dataplane-mode=ambient every running pod is captured

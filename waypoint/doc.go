@@ -17,9 +17,15 @@
 //     enrolment at once (the profiles controller sets istio-injection=enabled at creation).
 //
 // Under Pod Security "restricted" the waypoint pod needs a seccompProfile that Istio's waypoint
-// template sets only when the install configures one. The plugin therefore also emits a ConfigMap
-// that the Gateway references in spec.infrastructure.parametersRef; istiod (1.26 and later) applies
-// its "deployment" key as a strategic merge patch that sets seccompProfile RuntimeDefault.
+// template sets only when the install configures one. [ClassDefaults] is that configuration for
+// the whole cluster: a ConfigMap in istiod's namespace, labelled gateway.istio.io/defaults-for-class,
+// whose "deployment" key istiod (1.26 and later) applies to every waypoint as a strategic merge
+// patch setting seccompProfile RuntimeDefault. Only admins write there. The per-namespace form (a
+// ConfigMap referenced by the Gateway's spec.infrastructure.parametersRef) is an opt-in,
+// mesh.waypoint.seccompPatch, with a warning: namespace editors can write ConfigMaps, and istiod
+// applies that one to the waypoint Deployment. Then routing requires the plugin's own, intact
+// ConfigMap, and the Gateway references it only once it is the plugin's; when the opt-in is
+// turned off, the ConfigMap goes only after the Gateway stopped referencing it.
 //
 // In sidecar mode it sets istio-injection=enabled (or istio.io/rev=<revision>) and nothing else;
 // what ambient mode made is pruned by the runner. As a [plugin.DataPlane] it names the pods that
@@ -28,6 +34,7 @@
 // switch to sidecar never leaves a pod outside both data planes. After a switch to ambient, pods that still carry
 // an istio-proxy sidecar are listed as a warning: they move to ambient only when restarted.
 //
-// [ClusterDefaultDeny] is the one cluster-wide object: an allow-nothing policy for every waypoint
-// of the istio-waypoint class, so a waypoint without its own policy denies instead of allowing.
+// [ClusterDefaultDeny] and [ClassDefaults] are the cluster-wide objects: an allow-nothing policy
+// for every waypoint of the istio-waypoint class, so a waypoint without its own policy denies
+// instead of allowing, and the seccomp hardening of every waypoint pod.
 package waypoint

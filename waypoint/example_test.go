@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -27,11 +28,6 @@ func ExampleGateway() {
 	//   namespace: alice
 	// spec:
 	//   gatewayClassName: istio-waypoint
-	//   infrastructure:
-	//     parametersRef:
-	//       group: ""
-	//       kind: ConfigMap
-	//       name: waypoint-seccomp
 	//   listeners:
 	//   - name: mesh
 	//     port: 15008
@@ -59,4 +55,46 @@ func ExampleReady() {
 	// Output:
 	// false does not exist yet
 	// true
+}
+
+// ClassDefaults is applied once per cluster, by an admin, into istiod's namespace.
+func ExampleClassDefaults() {
+	cm, err := waypoint.ClassDefaults(config.Default())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := plugin.EncodeYAML(plugin.NewScheme(), cm)
+	os.Stdout.Write(out)
+	// Output:
+	// apiVersion: v1
+	// data:
+	//   deployment: |
+	//     spec:
+	//       template:
+	//         spec:
+	//           securityContext:
+	//             seccompProfile:
+	//               type: RuntimeDefault
+	// kind: ConfigMap
+	// metadata:
+	//   labels:
+	//     app.kubernetes.io/managed-by: profile-plugins
+	//     gateway.istio.io/defaults-for-class: istio-waypoint
+	//     profile-plugins.kubeflow-ambient.io/plugin: waypoint
+	//   name: profile-plugins-waypoint-class-defaults
+	//   namespace: istio-system
+}
+
+// A platform check reads the class defaults ConfigMap istiod uses (the oldest one labelled for
+// the class in istiod's namespace) and asks whether it hardens the waypoint pod.
+func ExampleSetsSeccompDefault() {
+	cm, _ := waypoint.ClassDefaults(config.Default())
+	fmt.Println(waypoint.SetsSeccompDefault(cm))
+
+	helmDefaults := &corev1.ConfigMap{Data: map[string]string{"deployment": "spec:\n  replicas: 2\n"}}
+	fmt.Println(waypoint.SetsSeccompDefault(helmDefaults))
+	// Output:
+	// true
+	// false
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	psaapi "k8s.io/pod-security-admission/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -151,16 +152,27 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	gwRef := plugin.Ref{GroupKind: gatewayGK, Name: gw.Name}
 	owner := plugin.Ref{GroupKind: istioPolicyGK, Name: p.cfg.Authorization.OwnerPolicyName}
 	var d plugin.Desired
+	// The patch ConfigMap comes before the Gateway: the runner writes objects in this order, and
+	// istiod refuses to render a waypoint whose parametersRef names a missing ConfigMap.
+	patch, patchWaits := p.patchConfigMap(t, gw)
+	d.Waiting = append(d.Waiting, patchWaits...)
+	if patch != nil {
+		d.Objects = append(d.Objects, patch)
+	}
+	if *m.Waypoint.SeccompPatch {
+		d.Warnings = append(d.Warnings, p.patchWarning(t.Namespace))
+	}
 	serve, whyNot := p.waypointMayServe(t.Observed, gw)
 	if serve {
 		d.Objects = append(d.Objects, gw)
 		d.CreateRequires = map[plugin.Ref][]plugin.Ref{gwRef: {owner}}
+		if referencesPatch(gw) {
+			// A new waypoint never starts from a ConfigMap the plugin did not make.
+			d.CreateRequires[gwRef] = append(d.CreateRequires[gwRef], patchRef(gw))
+		}
 	} else {
 		d.Waiting = append(d.Waiting, fmt.Sprintf("%s: Gateway %s/%s is not made until %s, so that it never serves without its owner policy",
 			WaitingForWaypoint, t.Namespace, gw.Name, whyNot))
-	}
-	if *m.Waypoint.SeccompPatch {
-		d.Objects = append(d.Objects, SeccompConfigMap(p.cfg, t.Namespace))
 	}
 
 	ztunnel := plugin.Ref{GroupKind: istioPolicyGK, Name: p.cfg.Authorization.ZtunnelPolicyName}
@@ -185,10 +197,11 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 		// Traffic routed to the waypoint is checked there by the owner policy only; the ztunnel
 		// policy admits the waypoint, so without the owner policy the waypoint would pass anyone.
 		routed := []plugin.Ref{owner, ztunnel, gwRef}
-		if *m.Waypoint.SeccompPatch {
+		if patch != nil {
 			// istiod patches the waypoint Deployment with whatever the Gateway's parametersRef
-			// ConfigMap holds; only the plugin's own, intact one may shape the pod traffic goes through.
-			routed = append(routed, plugin.Ref{GroupKind: configMapGK, Name: gw.Name + SeccompPatchSuffix})
+			// ConfigMap holds; only the plugin's own, intact one may shape the pod traffic goes
+			// through, also while a Gateway that still references it is being updated.
+			routed = append(routed, patchRef(gw))
 		}
 		d.LabelRequires[label.IoIstioUseWaypoint.Name] = routed
 		if *m.IngressUseWaypoint {
@@ -199,7 +212,7 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 		d.Waiting = append(d.Waiting, fmt.Sprintf(
 			WaitingForWaypoint+": Gateway %s/%s %s; istio.io/use-waypoint stays unset until it is Programmed with an address, "+
 				"and the ztunnel policy keeps the namespace closed meanwhile (check `kubectl -n %s describe gateway %s` and the events of deployment %s, "+
-				"where a pod refused by Pod Security shows)", t.Namespace, gw.Name, why, t.Namespace, gw.Name, gw.Name))
+				"where a pod refused by Pod Security shows)%s", t.Namespace, gw.Name, why, t.Namespace, gw.Name, gw.Name, p.restrictedHint(t)))
 	}
 	if pods := optedOut(t.Observed.Pods, gw.Name); len(pods) > 0 {
 		d.Warnings = append(d.Warnings, fmt.Sprintf(
@@ -213,6 +226,79 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 			len(pods), SidecarContainer, t.Namespace, strings.Join(pods, ", ")))
 	}
 	return d
+}
+
+// patchConfigMap is the per-namespace seccomp ConfigMap to keep, if any, and what the Gateway's
+// parametersRef waits for. With the opt-in on it is the plugin's ConfigMap, and gw references it
+// only when that cannot patch the waypoint from a ConfigMap another writer made or from a missing
+// one: never while another writer's ConfigMap has the name, and on an existing Gateway only once
+// the ConfigMap is observed as the plugin's (or the Gateway already references it: the runner
+// writes the ConfigMap before the Gateway). With the opt-in off, a ConfigMap of the plugin's that
+// the observed Gateway still references (a namespace set up with it on, such as by releases
+// before the opt-in) is kept until the Gateway no longer does, so the runner prunes it in a later
+// call than the one that updates the Gateway, and istiod never renders the waypoint with a
+// parametersRef that names a missing ConfigMap (istio/istio
+// pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go, fetchParameters, fails the render).
+func (p *Plugin) patchConfigMap(t plugin.Target, gw *gatewayv1.Gateway) (*corev1.ConfigMap, []string) {
+	want := SeccompConfigMap(p.cfg, t.Namespace)
+	cur, exists := plugin.Lookup[*corev1.ConfigMap](t.Observed, want.Name)
+	ours := exists && plugin.IsManagedBy(cur.Labels, PluginName)
+	observedGW, gwExists := plugin.Lookup[*gatewayv1.Gateway](t.Observed, gw.Name)
+	observedRefs := gwExists && referencesPatch(observedGW) && observedGW.Spec.Infrastructure.ParametersRef.Name == want.Name
+	if !*p.cfg.Mesh.Waypoint.SeccompPatch {
+		if ours && observedRefs {
+			return want, []string{fmt.Sprintf("ConfigMap %s/%s (mesh.waypoint.seccompPatch is off) is pruned once Gateway %s no longer references it",
+				t.Namespace, want.Name, gw.Name)}
+		}
+		return nil, nil
+	}
+	if (exists && !ours) || (!exists && gwExists && !observedRefs) {
+		gw.Spec.Infrastructure.ParametersRef = nil
+		if gw.Spec.Infrastructure.Labels == nil && gw.Spec.Infrastructure.Annotations == nil {
+			gw.Spec.Infrastructure = nil
+		}
+		return want, []string{fmt.Sprintf("Gateway %s/%s references ConfigMap %s (mesh.waypoint.seccompPatch) only once that ConfigMap is the plugin's",
+			t.Namespace, gw.Name, want.Name)}
+	}
+	return want, nil
+}
+
+// referencesPatch says whether the Gateway names a ConfigMap in spec.infrastructure.parametersRef.
+func referencesPatch(gw *gatewayv1.Gateway) bool {
+	i := gw.Spec.Infrastructure
+	return i != nil && i.ParametersRef != nil && i.ParametersRef.Group == "" && i.ParametersRef.Kind == "ConfigMap"
+}
+
+func patchRef(gw *gatewayv1.Gateway) plugin.Ref {
+	return plugin.Ref{GroupKind: configMapGK, Name: gw.Name + SeccompPatchSuffix}
+}
+
+// patchWarning says what the per-namespace opt-in costs.
+func (p *Plugin) patchWarning(namespace string) string {
+	name := p.cfg.Mesh.Waypoint.Name + SeccompPatchSuffix
+	return fmt.Sprintf("mesh.waypoint.seccompPatch is on: namespace editors (Kubeflow contributors with edit) can write ConfigMap %s/%s, "+
+		"which istiod applies to the waypoint Deployment (image, containers) and so could switch off the owner's L7 policy; "+
+		"the runner restores any change and keeps istio.io/use-waypoint off until it has, but istiod may roll out their patch before that: "+
+		"prefer the class defaults in %s (`render -cluster`, waypoint.ClassDefaults) with seccompPatch: false",
+		namespace, name, p.cfg.Mesh.IstiodNamespace)
+}
+
+// restrictedHint adds, for a waypoint that is not Programmed under enforce "restricted" without
+// the per-namespace patch, the likely reason and its fix. The enforce level is the namespace's
+// label as observed, or the configured one when the label is not there yet (the pss plugin sets
+// it in the same call).
+func (p *Plugin) restrictedHint(t plugin.Target) string {
+	level, set := t.Observed.Labels[psaapi.EnforceLevelLabel]
+	if !set {
+		level = string(p.cfg.PodSecurity.Enforce.Level)
+	}
+	if level != string(psaapi.LevelRestricted) || *p.cfg.Mesh.Waypoint.SeccompPatch {
+		return ""
+	}
+	return fmt.Sprintf("; enforce is %q and mesh.waypoint.seccompPatch is off, so PodSecurity rejects the waypoint pods unless "+
+		"the waypoint class defaults ConfigMap (label %s=%s, seccompProfile RuntimeDefault) exists in namespace %s (Istio 1.26+): "+
+		"apply it with `go run ./examples/render -cluster | kubectl apply -f -`, or set mesh.waypoint.seccompPatch: true",
+		psaapi.LevelRestricted, ClassDefaultsLabel, p.cfg.Mesh.Waypoint.ClassName, p.cfg.Mesh.IstiodNamespace)
 }
 
 // waypointMayServe says whether the waypoint Gateway is wanted now, and otherwise what it waits
@@ -348,7 +434,7 @@ func SeccompConfigMap(cfg *config.Config, namespace string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: cfg.Mesh.Waypoint.Name + SeccompPatchSuffix, Namespace: namespace},
-		Data:       map[string]string{"deployment": seccompPatch},
+		Data:       map[string]string{deploymentOverlay: seccompPatch},
 	}
 }
 

@@ -50,7 +50,7 @@ func TestGolden(t *testing.T) {
 			wantLabels: map[string]string{"istio.io/rev": "canary", "istio.io/use-waypoint": "waypoint"}},
 		{name: "ambient-restricted", ready: true, config: "podSecurity: {enforce: {level: restricted}}\n",
 			wantLabels: map[string]string{"istio.io/use-waypoint": "waypoint"}},
-		{name: "ambient-no-seccomp-patch", ready: true, config: "mesh: {waypoint: {seccompPatch: false}}\n",
+		{name: "ambient-seccomp-patch", ready: true, config: "mesh: {waypoint: {seccompPatch: true}}\n",
 			wantLabels: map[string]string{"istio.io/use-waypoint": "waypoint"}},
 		{name: "sidecar", config: "mesh: {mode: sidecar}\n",
 			wantLabels: map[string]string{"istio-injection": "enabled"}, noLabels: []string{"istio.io/dataplane-mode", "istio.io/use-waypoint"}},

@@ -134,7 +134,7 @@ func TestEndToEnd(t *testing.T) {
 	assert.NotContains(t, labels, "istio.io/use-waypoint", "no waypoint label before the waypoint is Programmed")
 	assert.Equal(t, "baseline", labels["pod-security.kubernetes.io/enforce"])
 	assert.True(t, h.exists(&gatewayv1.Gateway{}, ns, "waypoint"))
-	assert.True(t, h.exists(&corev1.ConfigMap{}, ns, "waypoint-seccomp"))
+	assert.False(t, h.exists(&corev1.ConfigMap{}, ns, "waypoint-seccomp"), "no per-namespace patch by default: the class defaults harden the waypoint")
 	assert.True(t, h.exists(&istiosecurityv1.AuthorizationPolicy{}, ns, "ns-owner-access-istio-ztunnel"))
 	owner := &istiosecurityv1.AuthorizationPolicy{}
 	require.True(t, h.exists(owner, ns, "ns-owner-access-istio"))

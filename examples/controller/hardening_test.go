@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -24,10 +25,12 @@ import (
 // FINDING (fail-open, namespace editor with ConfigMap rights): a ConfigMap named
 // <waypoint>-seccomp made before the plugin's was reported as a conflict, yet the Gateway points
 // istiod at it (parametersRef) and the namespace was routed through that waypoint once Programmed.
-// Now the routing labels require the plugin's own seccomp ConfigMap: the namespace stays in
-// ambient behind its ztunnel policy and is not routed through the editor's waypoint.
+// Then the routing labels required the plugin's own seccomp ConfigMap. Now the per-namespace patch
+// is an opt-in, and with it on the Gateway never names a ConfigMap another writer made: istiod
+// does not build the waypoint from it, and the namespace is not routed while it is there.
 func TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
+	h.withPatch()
 	c := h.env.Client
 	const ns = "hardening-seccomp"
 	require.NoError(t, c.Create(context.Background(), ownedNamespace(ns, "mallory@example.com")))
@@ -44,12 +47,22 @@ func TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint(t *testing.T) {
 
 	gw := &gatewayv1.Gateway{}
 	require.True(t, h.exists(gw, ns, "waypoint"))
-	usesForeign := gw.Spec.Infrastructure != nil && gw.Spec.Infrastructure.ParametersRef != nil && gw.Spec.Infrastructure.ParametersRef.Name == "waypoint-seccomp"
-	require.True(t, usesForeign, "the scenario: the Gateway names the editor's ConfigMap")
+	assert.Nil(t, gw.Spec.Infrastructure, "the Gateway names the editor's ConfigMap, so istiod builds the waypoint from it")
 	labels := h.labels(ns)
-	assert.Empty(t, labels["istio.io/use-waypoint"], "the namespace is routed through a waypoint patched by a ConfigMap the plugin did not make")
+	assert.Empty(t, labels["istio.io/use-waypoint"], "the namespace is routed although the ConfigMap the opt-in needs is not the plugin's")
 	assert.Empty(t, labels["istio.io/ingress-use-waypoint"])
 	assert.Equal(t, "ambient", labels["istio.io/dataplane-mode"])
+}
+
+// withPatch switches on the opt-in per-namespace seccomp patch (mesh.waypoint.seccompPatch).
+func (h *harness) withPatch() {
+	cfg := config.Default()
+	cfg.Mesh.Waypoint.SeccompPatch = ptr.To(true)
+	require.NoError(h.t, cfg.Validate())
+	r, err := newReconciler(h.env.Client, cfg)
+	require.NoError(h.t, err)
+	r.Metrics = h.r.Metrics
+	h.r = r
 }
 
 // On a real API server: another writer's istio.io/dry-run "true" on the policies and another
@@ -57,6 +70,7 @@ func TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint(t *testing.T) {
 // quiet after (see plugin/hardening_test.go for the findings).
 func TestDryRunAnnotationAndPatchConfigMapKeysAreRestored(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
+	h.withPatch()
 	c := h.env.Client
 	const ns = "hardening-drift"
 	h.enrol(ns, "oscar@example.com")
@@ -90,5 +104,6 @@ func TestDryRunAnnotationAndPatchConfigMapKeysAreRestored(t *testing.T) {
 	res = h.r.Runner.Apply(context.Background(), h.profile(ns))
 	require.NoError(t, res.Err())
 	assert.False(t, res.Changed(), res.String())
-	assert.Empty(t, res.Warnings())
+	require.Len(t, res.Warnings(), 1, "only the opt-in's own warning is left")
+	assert.Contains(t, res.Warnings()[0], "mesh.waypoint.seccompPatch is on")
 }

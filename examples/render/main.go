@@ -6,7 +6,8 @@
 //	go run ./examples/render -mode sidecar
 //	go run ./examples/render -profile p.yaml -config c.yaml -pss-enforce restricted
 //	go run ./examples/render -waypoint-ready=false    # before istiod has programmed the waypoint
-//	go run ./examples/render -cluster                 # the cluster-wide objects, applied once
+//	go run ./examples/render -cluster                 # the cluster-wide objects, applied once:
+//	                                                  # waypoint default-deny and class defaults
 //	go run ./examples/render -config examples/render/configs/knative-activator.yaml
 //	go run ./examples/render -kubeconfig ~/.kube/config # also check that cluster's platform
 //
@@ -29,6 +30,7 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	psaapi "k8s.io/pod-security-admission/api"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
@@ -100,16 +102,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	s := plugin.NewScheme()
 	if *cluster {
-		deny, err := waypoint.ClusterDefaultDeny(cfg)
-		if err != nil {
-			return fmt.Errorf("-cluster: %w", err)
-		}
-		out, err := plugin.EncodeYAML(s, deny)
-		if err != nil {
-			return err
-		}
-		_, err = stdout.Write(out)
-		return err
+		return renderCluster(s, cfg, stdout)
 	}
 
 	profileName, data := "embedded sample profile", sampleProfile
@@ -146,6 +139,26 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, w := range append(r.Warnings, r.Waiting...) {
 		fmt.Fprintln(stderr, "note: "+w)
+	}
+	_, err = stdout.Write(out)
+	return err
+}
+
+// renderCluster writes the cluster-wide objects an admin applies once: the waypoint default-deny
+// in the root namespace and the waypoint class defaults (seccomp hardening of every waypoint pod)
+// in istiod's namespace. It writes nothing when either cannot be made.
+func renderCluster(s *runtime.Scheme, cfg *config.Config, stdout io.Writer) error {
+	deny, err := waypoint.ClusterDefaultDeny(cfg)
+	if err != nil {
+		return fmt.Errorf("-cluster: %w", err)
+	}
+	defaults, err := waypoint.ClassDefaults(cfg)
+	if err != nil {
+		return fmt.Errorf("-cluster: %w", err)
+	}
+	out, err := plugin.EncodeYAML(s, deny, defaults)
+	if err != nil {
+		return err
 	}
 	_, err = stdout.Write(out)
 	return err

@@ -15,25 +15,36 @@ import (
 
 // Each case is one golden file under testdata/golden/render/.
 func TestRenderGolden(t *testing.T) {
+	optIn := filepath.Join(t.TempDir(), "seccomp-patch.yaml")
+	require.NoError(t, os.WriteFile(optIn, []byte("apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\nmesh: {waypoint: {seccompPatch: true}}\n"), 0o644))
 	cases := []struct {
 		name string
 		args []string
+		// what the output must (not) show, so a blind -update cannot hide a regression
+		want, not []string
 		// stderr also has a golden file, render/<name>.stderr.txt: the warnings an admin reads.
 		stderr bool
 	}{
-		{"default", nil, false},
-		{"sidecar", []string{"-mode", "sidecar"}, false},
-		{"waypoint-not-ready", []string{"-waypoint-ready=false"}, false},
-		{"cluster", []string{"-cluster"}, false},
-		{"restricted", []string{"-pss-enforce", "restricted"}, false},
-		{"sidecar-callers", []string{"-config", "configs/sidecar-callers.yaml"}, true},
-		{"ip-blocks", []string{"-config", "configs/ip-blocks.yaml"}, true},
-		{"knative-activator", []string{"-config", "configs/knative-activator.yaml"}, true},
+		{"default", nil, nil, []string{"parametersRef", "kind: ConfigMap"}, false},
+		{"sidecar", []string{"-mode", "sidecar"}, nil, nil, false},
+		{"waypoint-not-ready", []string{"-waypoint-ready=false"}, nil, nil, false},
+		{"cluster", []string{"-cluster"}, []string{"name: waypoint-default-deny", "gateway.istio.io/defaults-for-class: istio-waypoint", "type: RuntimeDefault"}, nil, false},
+		{"restricted", []string{"-pss-enforce", "restricted"}, []string{"pod-security.kubernetes.io/enforce: restricted"}, []string{"parametersRef", "kind: ConfigMap"}, false},
+		{"seccomp-patch", []string{"-config", optIn}, []string{"name: waypoint-seccomp", "parametersRef"}, nil, false},
+		{"sidecar-callers", []string{"-config", "configs/sidecar-callers.yaml"}, nil, nil, true},
+		{"ip-blocks", []string{"-config", "configs/ip-blocks.yaml"}, []string{"ipBlocks:"}, nil, true},
+		{"knative-activator", []string{"-config", "configs/knative-activator.yaml"}, nil, nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			require.NoError(t, run(tc.args, &stdout, &stderr), stderr.String())
+			for _, w := range tc.want {
+				assert.Contains(t, stdout.String(), w)
+			}
+			for _, n := range tc.not {
+				assert.NotContains(t, stdout.String(), n)
+			}
 			golden.Assert(t, "render/"+tc.name+".yaml", stdout.Bytes())
 			if tc.stderr {
 				golden.Assert(t, "render/"+tc.name+".stderr.txt", stderr.Bytes())
@@ -52,6 +63,33 @@ func TestRenderWarnsAboutWideIPBlocks(t *testing.T) {
 	require.NoError(t, run([]string{"-config", p}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "warning: "+p+`: authorization.l4Exceptions[0].ipBlocks[0]: "10.0.0.0/8" is a very wide range`)
 	assert.Contains(t, stdout.String(), "- 10.0.0.0/8")
+}
+
+// The opt-in per-namespace patch is announced with what it costs; the default says nothing.
+func TestRenderWarnsAboutThePerNamespacePatch(t *testing.T) {
+	optIn := filepath.Join(t.TempDir(), "seccomp-patch.yaml")
+	require.NoError(t, os.WriteFile(optIn, []byte("apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\nmesh: {waypoint: {seccompPatch: true}}\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run([]string{"-config", optIn}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "note: waypoint: mesh.waypoint.seccompPatch is on: namespace editors")
+	stderr.Reset()
+	require.NoError(t, run(nil, &stdout, &stderr))
+	assert.NotContains(t, stderr.String(), "seccompPatch")
+}
+
+// With a custom waypoint class, -cluster refuses: istiod would ignore the default-deny. The whole
+// message is a golden file, read like any other output.
+func TestRenderClusterRefusesACustomClass(t *testing.T) {
+	customClass := filepath.Join(t.TempDir(), "class.yaml")
+	require.NoError(t, os.WriteFile(customClass, []byte("apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\nmesh: {waypoint: {className: corp-waypoint}}\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"-cluster", "-config", customClass}, &stdout, &stderr)
+	require.Error(t, err)
+	assert.Empty(t, stdout.String(), "neither cluster-wide object is written")
+	for _, w := range []string{"-cluster", `mesh.waypoint.className "corp-waypoint"`, `only for class "istio-waypoint"`, "pilot/pkg/model/policyattachment.go", "silently ignored"} {
+		assert.Contains(t, err.Error(), w)
+	}
+	golden.Assert(t, "render/cluster-custom-class-error.txt", []byte("render: "+err.Error()+"\n"))
 }
 
 func TestRenderRefusesBadInput(t *testing.T) {

@@ -52,7 +52,8 @@ const (
 	labelManagedBy   = "app.kubernetes.io/managed-by"
 	labelPlugin      = "profile-plugins.kubeflow-ambient.io/plugin"
 	managedByValue   = "profile-plugins"
-	runnerManagers   = "profile-plugins/" // every field manager of the runner starts with it
+	runnerManagers   = "profile-plugins/" // every per-plugin field manager of the runner starts with it
+	labelManager     = "profile-plugins"  // the runner's one field manager of namespace labels
 	sidecarName      = "istio-proxy"
 
 	// Foreign writers, each with its own field manager.
@@ -109,6 +110,9 @@ func (m cfgModel) String() string {
 func (m cfgModel) build() (*config.Config, error) {
 	c := config.Default()
 	c.Mesh.Mode = m.mode
+	// The model covers the per-namespace seccomp ConfigMap (its drift, deletion and foreign
+	// copies), so it runs with that opt-in on.
+	c.Mesh.Waypoint.SeccompPatch = ptr.To(true)
 	c.PodSecurity.Enforce.Level = psaLevel(m.enforce)
 	c.PodSecurity.Preflight = config.PreflightApply
 	if m.hold {

@@ -25,7 +25,8 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, "istio-system", c.Mesh.RootNamespace)
 	assert.True(t, *c.Mesh.IngressUseWaypoint)
 	assert.True(t, *c.Mesh.IstioCNI)
-	assert.True(t, *c.Mesh.Waypoint.SeccompPatch)
+	assert.False(t, *c.Mesh.Waypoint.SeccompPatch, "the per-namespace patch is an opt-in: namespace editors can write it")
+	assert.Equal(t, "istio-system", c.Mesh.IstiodNamespace)
 	assert.Equal(t, "kubeflow-userid", c.Authorization.UserIDHeader)
 	assert.Equal(t, "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account", c.Authorization.Principals.IngressGateway)
 	assert.Equal(t, "cluster.local/ns/kubeflow/sa/katib-controller", c.Authorization.Principals.KatibController)
@@ -121,7 +122,7 @@ func TestBadConfig(t *testing.T) {
 		{"waypoint label", header + "mesh: {waypoint: {labels: {'a b': x}}}\n", []string{"mesh.waypoint.labels", `"a b"`}},
 		{"waypoint annotation", header + "mesh: {waypoint: {annotations: {'/x': y}}}\n", []string{"mesh.waypoint.annotations"}},
 		{"root namespace", header + "mesh: {rootNamespace: Istio}\n", []string{"mesh.rootNamespace", `"Istio"`}},
-		{"restricted without seccomp patch", header + "mesh: {waypoint: {seccompPatch: false}}\npodSecurity: {enforce: {level: restricted}}\n", []string{"mesh.waypoint.seccompPatch", "1.26"}},
+		{"istiod namespace", header + "mesh: {istiodNamespace: Istio}\n", []string{"mesh.istiodNamespace", `"Istio"`}},
 		{"ztunnel policy name", header + "authorization: {ztunnelPolicyName: 'a b'}\n", []string{"authorization.ztunnelPolicyName", `"a b"`}},
 		{"ztunnel policy name same as owner", header + "authorization: {ztunnelPolicyName: ns-owner-access-istio}\n", []string{"authorization.ztunnelPolicyName", "must differ"}},
 		{"contributors", header + "authorization: {contributors: both}\n", []string{"authorization.contributors", `"both"`}},
@@ -172,4 +173,14 @@ func make64() []byte {
 		b[i] = 'a'
 	}
 	return b
+}
+
+// Enforce "restricted" no longer needs the per-namespace seccomp patch: the waypoint class
+// defaults in mesh.istiodNamespace give the waypoint pod its seccompProfile, and whether they
+// exist is for the platform check to tell at runtime, not for the configuration file.
+func TestRestrictedWithoutThePerNamespacePatchIsValid(t *testing.T) {
+	c, err := config.Parse([]byte("apiVersion: " + config.APIVersion + "\nkind: " + config.Kind + "\npodSecurity: {enforce: {level: restricted}}\n"))
+	require.NoError(t, err)
+	assert.False(t, *c.Mesh.Waypoint.SeccompPatch)
+	assert.Equal(t, "restricted", string(c.PodSecurity.Enforce.Level))
 }

@@ -51,7 +51,7 @@ func (c *Config) SetDefaults() {
 	setIfEmpty(&m.IstiodNamespace, DefaultIstiodNamespace)
 	setIfNil(&m.IngressUseWaypoint, true)
 	setIfNil(&m.IstioCNI, true)
-	setIfNil(&m.Waypoint.SeccompPatch, true)
+	setIfNil(&m.Waypoint.SeccompPatch, false)
 
 	a := &c.Authorization
 	setIfEmpty(&a.OwnerPolicyName, DefaultOwnerPolicyName)

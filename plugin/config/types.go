@@ -104,10 +104,14 @@ type Waypoint struct {
 	// Namespace, when set, asks for one shared waypoint in that namespace instead of one per
 	// user namespace. It is refused: see the validation message for why. Default: empty.
 	Namespace string `json:"namespace,omitempty"`
-	// SeccompPatch makes the waypoint pod admissible under Pod Security "restricted" by emitting
-	// a ConfigMap, referenced from the Gateway's spec.infrastructure.parametersRef, that sets the
-	// pod's seccompProfile to RuntimeDefault. istiod reads it from Istio 1.26 on; turn it off only
-	// for an older Istio, where enforce "restricted" is then refused. Default: true.
+	// SeccompPatch is an opt-in: a ConfigMap <name>-seccomp in each user namespace, referenced
+	// from the Gateway's spec.infrastructure.parametersRef, that sets the waypoint pod's
+	// seccompProfile to RuntimeDefault (istiod 1.26+ applies it as a strategic merge patch to the
+	// waypoint Deployment). Namespace editors can write ConfigMaps there, and through this one the
+	// waypoint's image and containers; the runner restores any change and keeps the namespace off
+	// the waypoint until it has, but prefer the class defaults: one ConfigMap in
+	// IstiodNamespace, written by admins only (`render -cluster`, waypoint.ClassDefaults), which
+	// makes the waypoint admissible under Pod Security "restricted" without this. Default: false.
 	SeccompPatch *bool `json:"seccompPatch,omitempty"`
 	// Labels and Annotations go on the Gateway's spec.infrastructure, which istiod copies onto the
 	// waypoint's Deployment, Pods, Service and ServiceAccount. Default: none.

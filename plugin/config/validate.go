@@ -38,12 +38,10 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Mesh.ingressReachesPods(field.NewPath("mesh"))...)
 	errs = append(errs, c.defaultInputsUnchanged()...)
 	errs = append(errs, c.onBehalfOfUserOnSidecar()...)
-	if c.Mesh.Mode == ModeAmbient && c.Mesh.Waypoint.SeccompPatch != nil && !*c.Mesh.Waypoint.SeccompPatch &&
-		c.PodSecurity.Enforce.Level == psaapi.LevelRestricted {
-		errs = append(errs, field.Invalid(field.NewPath("mesh", "waypoint", "seccompPatch"), false,
-			`with podSecurity.enforce.level "restricted" the waypoint pod is refused without a seccompProfile, `+
-				`so the namespace would wait for its waypoint forever; keep seccompPatch (needs Istio 1.26+) or enforce "baseline"`))
-	}
+	// Enforce "restricted" without mesh.waypoint.seccompPatch is valid: the waypoint class
+	// defaults in mesh.istiodNamespace (waypoint.ClassDefaults) give the waypoint pod its
+	// seccompProfile. Whether they exist is a fact of the cluster, not of this file: the platform
+	// check and the waypoint's waiting message report it.
 	return errs.ToAggregate()
 }
 
@@ -96,6 +94,7 @@ func (m *Mesh) validate(path *field.Path) field.ErrorList {
 				"owner check; leave it empty for one waypoint per user namespace"))
 	}
 	errs = append(errs, dns1123Label(path.Child("rootNamespace"), m.RootNamespace)...)
+	errs = append(errs, dns1123Label(path.Child("istiodNamespace"), m.IstiodNamespace)...)
 	errs = append(errs, metavalidation.ValidateLabels(m.Waypoint.Labels, wp.Child("labels"))...)
 	errs = append(errs, apivalidation.ValidateAnnotations(m.Waypoint.Annotations, wp.Child("annotations"))...)
 	for _, msg := range validation.IsDNS1123Subdomain(m.Waypoint.ClassName) {

@@ -41,8 +41,8 @@ func baselineManager(cfg *rest.Config) (manager.Manager, error) {
 // the waypoint Gateway (createWaypoint, ambient mode) and the ResourceQuota (read when a Profile
 // sets no quota). The controller watches AuthorizationPolicies as security/v1beta1, the plugins'
 // type is v1: the same resource, so the same objects in the cache. A kind the baseline writes
-// beyond these (the waypoint's seccomp ConfigMap while that is on by default) is read through the
-// same cached client, which opens its informer on first use: the controller's pattern.
+// beyond these (the waypoint's seccomp ConfigMap, when a configuration opts in to it) is read
+// through the same cached client, which opens its informer on first use: the controller's pattern.
 func baselineWatches() []client.Object {
 	return []client.Object{&profilev1.Profile{}, &corev1.Namespace{}, &istiosecurityv1.AuthorizationPolicy{},
 		&corev1.ServiceAccount{}, &rbacv1.RoleBinding{}, &gatewayv1.Gateway{}, &corev1.ResourceQuota{}}
