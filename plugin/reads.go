@@ -179,20 +179,22 @@ func revokeNeedsPods(plugins []Plugin) bool {
 	return false
 }
 
-// dataPlaneAtRisk says whether this call may take away or change a data-plane label a plugin's
-// field manager owns on ns (see DataPlane): the plugin no longer wants it as it is, or an object
+// dataPlaneAtRisk says whether this call may take away or change a data-plane label a plugin
+// owns on ns (see DataPlane): the plugin no longer wants it as it is, or an object
 // the label requires is not observed exactly as its plugin wants it, so the label depends on
 // phase 1's writes. Only then may the pods it captures keep it (holdDataPlane).
 func dataPlaneAtRisk(plans []*planned, ns *corev1.Namespace, obs Observed) bool {
+	// The same owners holdDataPlane reads: the pods are listed whenever it could hold a label.
+	own := readLabelOwners(ns, pluginsOf(plans))
+	if own.err != nil {
+		return false // the label phase reports it and writes no label
+	}
 	for _, p := range plans {
 		dp, ok := p.plugin.(DataPlane)
 		if !ok || p.failed {
 			continue // a failed plugin's labels are not written
 		}
-		owned, err := ownedLabelKeys(ns, FieldManager(p.plugin.Name()))
-		if err != nil {
-			continue // applyLabels reports it, and writes no label
-		}
+		owned := own.owned(p.plugin.Name())
 		for key, refs := range dp.DataPlaneLabels() {
 			value, set := ns.Labels[key]
 			if !owned[key] || !set {

@@ -213,6 +213,8 @@ func TestForeignObjectHiddenByTheCacheIsAConflict(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMesh(t, tc.foreign.DeepCopyObject().(client.Object))
+			m.cfg.Mesh.Waypoint.SeccompPatch = ptr.To(true) // the opt-in that wants the ConfigMap
+			m.configure(config.ModeAmbient)
 			hides := func(obj runtime.Object) bool {
 				_, policy := obj.(*istiosecurityv1.AuthorizationPolicy)
 				_, policies := obj.(*istiosecurityv1.AuthorizationPolicyList)
