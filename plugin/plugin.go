@@ -37,7 +37,8 @@ type PodObserver interface {
 // on the pods. With Runner.APIReader set, the runner first generates without pods and lists them,
 // from the API server and in that namespace only, when one plugin asks for them (or a data-plane
 // label or pod-protecting object may go, see DataPlane and PodProtector); it then generates again.
-// A PodObserver without this method gets the pods on every call.
+// A PodObserver without this method gets the pods on every call. A report the API server gives
+// itself on the call's writes (Pod Security's check of existing pods, see WithWarnings) needs none.
 type PodDemand interface {
 	// NeedsPodsFor says whether the plugin's decisions for t depend on the running pods, given d,
 	// what it generated for t without pods (t.Observed.Pods is nil).

@@ -3,11 +3,13 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
@@ -88,10 +90,12 @@ func (r *Runner) complete(ctx context.Context, read *reads, plans []*planned, t 
 	return obs, added, nil
 }
 
-// readUnseen reads from the APIReader every object a plugin wants that the Reader did not show. A
-// Reader that caches only the plugins' own objects does not show another writer's object with a
-// wanted name, and server-side apply with force would take it over: read, it is a ConflictError
-// and left alone. It also finds the plugins' own objects a lagging cache does not show yet.
+// readUnseen reads from the APIReader every object a plugin wants that the Reader did not show,
+// unless the Reader shows every object of its kind (Runner.FullyCached). A Reader that caches
+// only the plugins' own objects does not show another writer's object with a wanted name, and
+// server-side apply with force would take it over: read, it is a ConflictError and left alone. It
+// also finds the plugins' own objects a lagging cache does not show yet; of a fully cached kind,
+// such an object is applied again unchanged, as without an APIReader.
 func (r *Runner) readUnseen(ctx context.Context, read *reads, plans []*planned, t Target) ([]client.Object, error) {
 	var out []client.Object
 	for _, p := range plans {
@@ -99,7 +103,7 @@ func (r *Runner) readUnseen(ctx context.Context, read *reads, plans []*planned, 
 			continue // writes nothing
 		}
 		for _, ao := range p.objects {
-			if read.tried[ao.ref] || findObserved(t.Observed, ao.gvk, ao.ref.Name) != nil {
+			if read.tried[ao.ref] || r.fullyCached(ao.gvk.GroupKind()) || findObserved(t.Observed, ao.gvk, ao.ref.Name) != nil {
 				continue
 			}
 			read.tried[ao.ref] = true
@@ -123,6 +127,11 @@ func (r *Runner) readUnseen(ctx context.Context, read *reads, plans []*planned, 
 		}
 	}
 	return out, nil
+}
+
+// fullyCached says whether the Reader shows every object of kind gk (Runner.FullyCached).
+func (r *Runner) fullyCached(gk schema.GroupKind) bool {
+	return slices.Contains(r.FullyCached, gk)
 }
 
 // listPods lists the namespace's pods through the APIReader when there is one (a direct read, so
@@ -170,14 +179,15 @@ func revokeNeedsPods(plugins []Plugin) bool {
 	return false
 }
 
-// dataPlaneAtRisk says whether this call may take away or change a data-plane label a plugin's
-// field manager owns on ns (see DataPlane): the plugin no longer wants it as it is, or an object
+// dataPlaneAtRisk says whether this call may take away or change a data-plane label a plugin
+// owns on ns (see DataPlane): the plugin no longer wants it as it is, or an object
 // the label requires is not observed exactly as its plugin wants it, so the label depends on
 // phase 1's writes. Only then may the pods it captures keep it (holdDataPlane).
 func dataPlaneAtRisk(plans []*planned, ns *corev1.Namespace, obs Observed) bool {
+	// The same owners holdDataPlane reads: the pods are listed whenever it could hold a label.
 	own := readLabelOwners(ns, pluginsOf(plans))
 	if own.err != nil {
-		return false // the label phase reports it, and writes no label
+		return false // the label phase reports it and writes no label
 	}
 	for _, p := range plans {
 		dp, ok := p.plugin.(DataPlane)

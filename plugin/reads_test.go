@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -40,7 +42,10 @@ func (m *mesh) wireReads() {
 	}
 	m.runner.Reader = selectedReader{Reader: m.c, t: m.t, hides: cachedWithSelector}
 	m.runner.APIReader = recordingReader{Reader: m.c, reads: &m.apiReads}
+	m.runner.FullyCached = []schema.GroupKind{istioPolicyGK} // selectedReader shows every policy
 }
+
+var istioPolicyGK = istiosecurityv1.SchemeGroupVersion.WithKind("AuthorizationPolicy").GroupKind()
 
 // cachedWithSelector are the kinds examples/controller caches with the managed-by selector.
 func cachedWithSelector(obj runtime.Object) bool {
@@ -110,6 +115,20 @@ func (r recordingReader) List(ctx context.Context, list client.ObjectList, opts 
 }
 
 const listPods = "list *v1.PodList"
+
+// labelNamespace sets labels on the namespace as another writer (an admin, an earlier mesh) would.
+func (m *mesh) labelNamespace(labels map[string]string) {
+	m.t.Helper()
+	n := &corev1.Namespace{}
+	require.NoError(m.t, m.c.Get(context.Background(), client.ObjectKey{Name: ns}, n))
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	for k, v := range labels {
+		n.Labels[k] = v
+	}
+	require.NoError(m.t, m.c.Update(context.Background(), n, client.FieldOwner("kubectl-label")))
+}
 
 // Every scenario of the safety model and the transitions holds as well when the runner reads
 // through a label-selected cache and lists pods only when a decision needs them. The one scenario
@@ -194,9 +213,8 @@ func TestForeignObjectHiddenByTheCacheIsAConflict(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMesh(t, tc.foreign.DeepCopyObject().(client.Object))
-			if tc.kind == "ConfigMap" {
-				m.withPatch() // only the opt-in per-namespace patch wants a ConfigMap
-			}
+			m.cfg.Mesh.Waypoint.SeccompPatch = ptr.To(true) // the opt-in that wants the ConfigMap
+			m.configure(config.ModeAmbient)
 			hides := func(obj runtime.Object) bool {
 				_, policy := obj.(*istiosecurityv1.AuthorizationPolicy)
 				_, policies := obj.(*istiosecurityv1.AuthorizationPolicyList)
@@ -258,11 +276,12 @@ func TestPodsAreListedOnlyWhenADecisionNeedsThem(t *testing.T) {
 }
 
 // With an APIReader, the pods outside every data plane are reported in the calls that list pods:
-// while the namespace changes (here, its first enrolment).
+// while a namespace that was in a mesh changes (here, a sidecar namespace's move to ambient).
 func TestOptedOutPodsAreReportedWhileTheNamespaceChanges(t *testing.T) {
 	selectedWiring = true
 	defer func() { selectedWiring = false }()
 	m := newMesh(t)
+	m.labelNamespace(map[string]string{"istio-injection": "enabled"})
 	require.NoError(t, m.c.Create(context.Background(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "opted-out", Namespace: ns, Labels: map[string]string{dataplaneMode: "none"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}))
@@ -271,8 +290,57 @@ func TestOptedOutPodsAreReportedWhileTheNamespaceChanges(t *testing.T) {
 	assert.Contains(t, m.apiReads, listPods)
 }
 
-// Pod Security lists pods for its preflight only when enforce is about to get stricter.
-func TestPodSecurityListsPodsOnlyToTightenEnforce(t *testing.T) {
+// A new namespace (no label of any mesh) is enrolled without a read past the cache: the policies
+// and the Gateway are fully cached, so a missing one is missing, and no decision of its first
+// reconcile depends on its pods (issue 14: the first pass costs no more reads than the baseline's).
+// Only a name of a kind the cache selects is read, the per-namespace seccomp patch's ConfigMap,
+// where another writer's ConfigMap would otherwise be taken over. The decisions are the same as
+// with every read made: the same writes, the same labels.
+func TestNewNamespaceIsEnrolledWithoutReadsPastTheCache(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		seccomp   bool
+		wantReads []string
+	}{
+		{"without the per-namespace patch", false, nil},
+		{"with the per-namespace patch", true, []string{"get *v1.ConfigMap/" + config.DefaultWaypointName + "-seccomp"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(wired bool) (reads, writes []string, labels map[string]string, warnings string) {
+				m := newMesh(t)
+				m.cfg.Mesh.Waypoint.SeccompPatch = &tc.seccomp
+				m.configure(config.ModeAmbient)
+				if wired {
+					// The reference wiring: only ConfigMaps selected (profileplugins.CacheByObject).
+					m.runner.Reader = selectedReader{Reader: m.c, t: t, hides: func(obj runtime.Object) bool {
+						_, cm := obj.(*corev1.ConfigMap)
+						_, cms := obj.(*corev1.ConfigMapList)
+						return cm || cms
+					}}
+					m.runner.APIReader = recordingReader{Reader: m.c, reads: &m.apiReads}
+					m.runner.FullyCached = []schema.GroupKind{istioPolicyGK, {Group: gatewayv1.GroupName, Kind: "Gateway"}}
+				}
+				m.addPod("notebook", nil)
+				res := m.apply()
+				require.NoError(t, res.Err())
+				return m.apiReads, m.writes, m.labels(), strings.Join(res.Warnings(), "\n")
+			}
+			reads, writes, labels, _ := run(true)
+			assert.Equal(t, tc.wantReads, reads, "reads past the cache")
+			allReads, allWrites, allLabels, _ := run(false)
+			assert.Nil(t, allReads, "without an APIReader every read goes through the Reader")
+			assert.Equal(t, allWrites, writes, "the same writes as with every object and pod read")
+			assert.Equal(t, allLabels, labels)
+			assert.Equal(t, "ambient", labels[dataplaneMode])
+		})
+	}
+}
+
+// Pod Security lists pods for its preflight only when podSecurity.preflight: hold may keep an
+// existing enforce level: with apply, the default, the API server's own warning on the label write
+// reports the violating pods (see TestPodSecurityWarningsReachTheResultWithoutAPodList in
+// examples/controller), and a new namespace has no level to keep.
+func TestPodSecurityListsPodsOnlyToHoldEnforce(t *testing.T) {
 	e := newEnv(t)
 	var reads []string
 	run := func(cfg *config.Config) *plugin.Result {
@@ -288,24 +356,66 @@ func TestPodSecurityListsPodsOnlyToTightenEnforce(t *testing.T) {
 		require.NoError(t, res.Err())
 		return res
 	}
-	cfg := config.Default()
-	run(cfg)
-	assert.Equal(t, []string{listPods}, reads, "a new namespace gets its first enforce level: preflight")
+	hold := func(level psaapi.Level, mode config.MeshMode) *config.Config {
+		cfg := config.Default()
+		cfg.PodSecurity.Preflight = config.PreflightHold
+		cfg.PodSecurity.Enforce.Level = level
+		cfg.Mesh.Mode = mode
+		return cfg
+	}
+	run(hold(psaapi.LevelBaseline, config.ModeAmbient))
+	assert.Empty(t, reads, "a new namespace has no enforce level to hold")
 	writes := e.writes
-	run(cfg)
+	run(hold(psaapi.LevelBaseline, config.ModeAmbient))
 	assert.Empty(t, reads, "at rest")
 	assert.Equal(t, writes, e.writes)
 
-	strict := config.Default()
-	strict.PodSecurity.Enforce.Level = "restricted"
-	strict.Mesh.Mode = config.ModeNone
-	run(strict)
-	assert.Equal(t, []string{listPods}, reads, "tightening enforce: preflight")
-	run(strict)
+	run(hold(psaapi.LevelRestricted, config.ModeNone))
+	assert.Equal(t, []string{listPods}, reads, "tightening an existing level under hold: preflight")
+	run(hold(psaapi.LevelRestricted, config.ModeNone))
 	assert.Empty(t, reads)
 
 	loose := config.Default()
 	loose.Mesh.Mode = config.ModeNone
 	run(loose)
 	assert.Empty(t, reads, "loosening enforce needs no preflight")
+
+	strict := config.Default()
+	strict.PodSecurity.Enforce.Level = psaapi.LevelRestricted
+	strict.Mesh.Mode = config.ModeNone
+	run(strict)
+	assert.Empty(t, reads, "tightening under apply: the API server reports the pods")
+}
+
+// Under hold, the pods listed past the cache decide: a violating pod keeps the existing level.
+func TestPodSecurityHoldKeepsTheLevelOnPodsListedPastTheCache(t *testing.T) {
+	e := newEnv(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "root-shell", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "sh", Image: "busybox",
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}}})
+	var reads []string
+	apply := func(level psaapi.Level) *plugin.Result {
+		cfg := config.Default()
+		cfg.PodSecurity.Preflight = config.PreflightHold
+		cfg.PodSecurity.Enforce.Level = psaapi.LevelPrivileged
+		cfg.Mesh.Mode = config.ModeNone
+		if level != "" {
+			cfg.PodSecurity.Enforce.Level = level
+		}
+		require.NoError(t, cfg.Validate())
+		p, err := pss.New(cfg)
+		require.NoError(t, err)
+		r := newRunner(t, e, p)
+		r.Reader = selectedReader{Reader: e, t: t, hides: cachedWithSelector}
+		r.APIReader = recordingReader{Reader: e, reads: &reads}
+		reads = nil
+		return r.Apply(context.Background(), testProfile())
+	}
+	require.NoError(t, apply(psaapi.LevelPrivileged).Err())
+	res := apply(psaapi.LevelBaseline)
+	require.NoError(t, res.Err())
+	assert.Equal(t, []string{listPods}, reads)
+	assert.NotEmpty(t, res.Waiting(), "held")
+	n := &corev1.Namespace{}
+	require.NoError(t, e.Get(context.Background(), client.ObjectKey{Name: ns}, n))
+	assert.Equal(t, string(psaapi.LevelPrivileged), n.Labels[psaapi.EnforceLevelLabel])
 }

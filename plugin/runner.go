@@ -48,17 +48,26 @@ type Runner struct {
 	//   - of the other Kinds (ConfigMap, Gateway), every object without an APIReader. With an
 	//     APIReader it may show only the plugins' own ([ManagedSelector], a cache.ByObject label
 	//     selector): a wanted object it does not show is read from APIReader before anything is
-	//     written, so another writer's object with a wanted name is still a ConflictError;
+	//     written, so another writer's object with a wanted name is still a ConflictError; a kind
+	//     listed in FullyCached is not read so;
 	//   - Pods, on every call, without an APIReader; with one, pods are never read through it.
 	Reader client.Reader
 	// APIReader reads past the Reader's cache (a manager's GetAPIReader()). With it the runner
 	// lists a namespace's pods, from the API server and in that namespace only, when a decision of
-	// the call needs them: Pod Security's preflight (enforce about to get stricter), a mode switch
-	// in progress, a data-plane label or a pod-protecting object that may go (see PodDemand,
-	// DataPlane, PodProtector), and on Revoke. A steady-state call reads nothing; warnings only
-	// the pods can give (pods outside every data plane, pods still running a sidecar) are then
-	// given in the calls that list them. Nil reads everything through Reader.
+	// the call needs them: Pod Security's preflight hold (an existing enforce level about to get
+	// stricter), a namespace leaving a mesh for ambient, a data-plane label or a pod-protecting
+	// object that may go (see PodDemand, DataPlane, PodProtector), and on Revoke. A steady-state
+	// call reads nothing, nor does a new namespace's first one; warnings only the pods can give
+	// (pods outside every data plane, pods still running a sidecar) are then given in the calls
+	// that list them, and the API server reports pods a stricter enforce label forbids (see
+	// WithWarnings). Nil reads everything through Reader.
 	APIReader client.Reader
+	// FullyCached lists the kinds of which the Reader shows every object of the namespace (a cache
+	// without a selector for them). A wanted object of such a kind that the Reader does not show
+	// does not exist, so it is not read from APIReader. Nil: no kind is known to be fully shown,
+	// and every wanted object the Reader does not show is read. profileplugins.UseManager derives
+	// it from the manager's cache options.
+	FullyCached []schema.GroupKind
 	// Plugins run in this order within each phase.
 	Plugins []Plugin
 	// WaitRequeue is the requeue delay while a plugin waits; zero means DefaultWaitRequeue.

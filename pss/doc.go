@@ -23,7 +23,9 @@
 // (existing pods keep running; new ones are refused); with podSecurity.preflight: hold the
 // plugin keeps the current enforce level and waits until the pods comply. Hold keeps an existing
 // level only: a namespace with no enforce label (which means privileged) gets the configured level
-// at once, and the violating pods are reported as warnings.
+// at once, and the violating pods are reported as warnings. A runner that lists pods only when a
+// decision needs them (plugin.Runner.APIReader) lists them for hold alone: otherwise the report is
+// a warning, and the API server gives it itself when the stricter label is written.
 //
 // The configured level is a floor. When another writer (a GitOps tool, an admin's kubectl) holds a
 // stricter level on the namespace, for any mode, or the same level at a newer version, the plugin

@@ -63,10 +63,22 @@ func (p *Plugin) Kinds() []client.ObjectList { return nil }
 // NeedsPods implements plugin.PodObserver: the preflight evaluates the running pods.
 func (p *Plugin) NeedsPods() bool { return true }
 
-// NeedsPodsFor implements plugin.PodDemand: the preflight runs only when the enforce level d sets
-// is stricter than the namespace's (without pods it finds no violation, so d holds the level
-// wanted before any hold).
+// NeedsPodsFor implements plugin.PodDemand: the pods decide only whether preflight hold keeps the
+// namespace's enforce label, so they are needed when hold is configured, the namespace has an
+// enforce label to keep, and the level d sets is stricter (without pods the preflight finds no
+// violation, so d holds the level wanted before any hold). Otherwise the preflight's report is a
+// warning, and the API server gives that warning itself when the label is written: on an update
+// that makes enforce stricter, Pod Security admission evaluates the namespace's pods and answers
+// "existing pods in namespace ... violate the new PodSecurity enforce level" with one warning per
+// violation (k8s.io/pod-security-admission admission/admission.go, ValidateNamespace and
+// EvaluatePodsInNamespace), which reaches the Result (plugin.WithWarnings).
 func (p *Plugin) NeedsPodsFor(t plugin.Target, d plugin.Desired) bool {
+	if p.cfg.PodSecurity.Preflight != config.PreflightHold {
+		return false
+	}
+	if _, set := t.Observed.Labels[psaapi.EnforceLevelLabel]; !set {
+		return false // hold keeps an existing label only (see preflight)
+	}
 	next, err := psaapi.ParseLevel(d.Labels[psaapi.EnforceLevelLabel])
 	if err != nil {
 		return true // not the plugin's own output; let the preflight see the pods

@@ -79,15 +79,30 @@ func (p *Plugin) Kinds() []client.ObjectList {
 func (p *Plugin) NeedsPods() bool { return p.cfg.Mesh.Mode == config.ModeAmbient }
 
 // NeedsPodsFor implements plugin.PodDemand: the pods only feed warnings (pods still running a
-// sidecar, pods outside every data plane), given while the namespace is on its way into ambient:
-// the plugin is about to change one of its labels (enrolment, injection off, routing). A namespace
-// at rest lists no pods, nor does one that only waits for its waypoint to be Programmed.
+// sidecar, pods outside every data plane), given while the namespace is on its way into ambient
+// from a mesh: the plugin is about to change one of its labels (enrolment, injection off,
+// routing). A namespace at rest lists no pods, nor does one that only waits for its waypoint to be
+// Programmed, nor one without any label of Istio's data planes (a new namespace): no pod of it was
+// injected through its labels, and the plugin decides nothing on pods. The decisions pods weigh
+// in are the runner's (a data-plane label of the plugin's own that may go, a sidecar-form owner
+// policy that may be pruned), and it lists them for those itself.
 func (p *Plugin) NeedsPodsFor(t plugin.Target, d plugin.Desired) bool {
-	if p.cfg.Mesh.Mode != config.ModeAmbient {
+	if p.cfg.Mesh.Mode != config.ModeAmbient || !meshLabelled(t.Observed.Labels) {
 		return false
 	}
 	for k, v := range d.Labels {
 		if have, ok := t.Observed.Labels[k]; !ok || have != v {
+			return true
+		}
+	}
+	return false
+}
+
+// meshLabelled says whether the namespace carries a label of Istio's data planes (sidecar
+// injection, a revision, ambient enrolment), set by this plugin or anyone: it is or was in a mesh.
+func meshLabelled(labels map[string]string) bool {
+	for _, k := range []string{InjectionLabel, label.IoIstioRev.Name, label.IoIstioDataplaneMode.Name} {
+		if _, ok := labels[k]; ok {
 			return true
 		}
 	}

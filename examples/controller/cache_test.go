@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,9 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -178,4 +181,102 @@ func TestManagedReconcilerHasAnAPIReader(t *testing.T) {
 	r, err := newManagedReconciler(mgr, config.Default())
 	require.NoError(t, err)
 	assert.Same(t, mgr.GetAPIReader(), r.Runner.APIReader)
+	assert.ElementsMatch(t, []schema.GroupKind{
+		{Group: "security.istio.io", Kind: "AuthorizationPolicy"},
+		{Group: "gateway.networking.k8s.io", Kind: "Gateway"},
+		{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"},
+	}, r.Runner.FullyCached, "ConfigMaps are selected, so a wanted one the cache hides is read")
+}
+
+// namespaceReads records the GETs (reads of one object, and lists) inside one namespace's path,
+// /api/v1/namespaces/NS/... or /apis/GROUP/VERSION/namespaces/NS/...: what the runner reads past
+// the manager's cache, whose informers read cluster-wide.
+type namespaceReads struct {
+	mu    sync.Mutex
+	paths map[string][]string
+}
+
+func (n *namespaceReads) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+		if i := slices.Index(parts, "namespaces"); r.Method == http.MethodGet && i >= 0 && len(parts) > i+2 {
+			n.mu.Lock()
+			if n.paths == nil {
+				n.paths = map[string][]string{}
+			}
+			n.paths[parts[i+1]] = append(n.paths[parts[i+1]], r.URL.Path)
+			n.mu.Unlock()
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+func (n *namespaceReads) in(ns string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.paths[ns])
+}
+
+// A new namespace's first reconcile, wired as this controller is, reads nothing past the cache
+// (issue 14: the baseline reads nothing either), although the namespace already runs a pod that
+// the new enforce level forbids and holds other people's ConfigMaps: the policies and the Gateway
+// are fully cached, so a missing one is missing; the namespace has never been in a mesh, so no
+// decision depends on its pods; and the violating pod is reported by the API server itself, on the
+// label write (Pod Security admission's check of existing pods). Only the per-namespace seccomp
+// patch, an opt-in, costs a read: its ConfigMap's name, which the label-selected cache would hide.
+func TestFirstReconcileOfANewNamespaceReadsNothingPastTheCache(t *testing.T) {
+	env := envtest.Start(t)
+	reads := &namespaceReads{}
+	restCfg := rest.CopyConfig(env.Base)
+	restCfg.WrapTransport = reads.wrap
+	mgr, err := ctrl.NewManager(plugin.WithWarnings(restCfg), ctrl.Options{Scheme: envtest.NewScheme(), Cache: cacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	c := env.Client
+
+	for _, tc := range []struct {
+		ns        string
+		seccomp   bool
+		wantReads []string
+	}{
+		{"june", false, nil},
+		{"june-seccomp", true, []string{"/api/v1/namespaces/june-seccomp/configmaps/waypoint-seccomp"}},
+	} {
+		t.Run(tc.ns, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Mesh.Waypoint.SeccompPatch = ptrTo(tc.seccomp)
+			require.NoError(t, cfg.Validate())
+			r, err := newManagedReconciler(mgr, cfg)
+			require.NoError(t, err)
+
+			require.NoError(t, c.Create(ctx, ownedNamespace(tc.ns, tc.ns+"@example.com")))
+			for _, obj := range []client.Object{
+				&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: tc.ns}},
+				&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "root-shell", Namespace: tc.ns},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "sh", Image: "busybox",
+						SecurityContext: &corev1.SecurityContext{Privileged: ptrTo(true)}}}}},
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "notebook-config", Namespace: tc.ns}, Data: map[string]string{"k": "v"}},
+			} {
+				require.NoError(t, c.Create(ctx, obj))
+			}
+			createProfile(t, c, tc.ns, tc.ns+"@example.com")
+			profile := &profilev1.Profile{}
+			require.NoError(t, c.Get(ctx, client.ObjectKey{Name: tc.ns}, profile))
+
+			res := r.Runner.Apply(ctx, profile)
+			require.NoError(t, res.Err())
+			assert.Equal(t, tc.wantReads, reads.in(tc.ns), "reads past the cache")
+			warnings := strings.Join(res.Warnings(), "\n")
+			assert.Contains(t, warnings, `existing pods in namespace "`+tc.ns+`" violate the new PodSecurity enforce level "baseline:latest"`)
+			assert.Contains(t, warnings, "root-shell: privileged", "the API server names the pod")
+			n := &corev1.Namespace{}
+			require.NoError(t, c.Get(ctx, client.ObjectKey{Name: tc.ns}, n))
+			assert.Equal(t, "ambient", n.Labels["istio.io/dataplane-mode"])
+			assert.Equal(t, "baseline", n.Labels["pod-security.kubernetes.io/enforce"])
+		})
+	}
 }

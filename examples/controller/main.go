@@ -125,21 +125,21 @@ func newReconciler(c client.Client, cfg *config.Config) (*Reconciler, error) {
 }
 
 // cacheOptions keeps the manager's cache to what the plugins own or must see: ConfigMaps only when
-// the plugins made them, no Pods or Secrets at all (see plugins.CacheByObject). RoleBindings are
+// the plugins made them, no Pods or Secrets at all (see plugins.CacheOptions). RoleBindings are
 // cached as metadata (setup's watch and the authz plugin's list share that informer).
 func cacheOptions() cache.Options {
-	return cache.Options{ByObject: plugins.CacheByObject()}
+	return plugins.CacheOptions()
 }
 
-// newManagedReconciler is newReconciler reading through mgr's cache, and past it through its API
-// reader for what the cache does not hold: pods, when a decision needs them, and wanted names the
-// label-selected cache does not show.
+// newManagedReconciler is newReconciler reading through mgr's cache (built from cacheOptions), and
+// past it through its API reader for what the cache does not hold: pods, when a decision needs
+// them, and wanted names of the kinds the cache selects (plugins.UseManager).
 func newManagedReconciler(mgr ctrl.Manager, cfg *config.Config) (*Reconciler, error) {
 	r, err := newReconciler(mgr.GetClient(), cfg)
 	if err != nil {
 		return nil, err
 	}
-	r.Runner.APIReader = mgr.GetAPIReader()
+	plugins.UseManager(r.Runner, mgr, cacheOptions())
 	return r, nil
 }
 

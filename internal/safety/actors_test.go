@@ -64,6 +64,13 @@ func (w *world) foreignCreate(which string) error {
 			Spec: gatewayv1.GatewaySpec{GatewayClassName: "istio-waypoint",
 				Listeners: []gatewayv1.Listener{{Name: "mesh", Port: 15008, Protocol: "HBONE"}}},
 		}
+	case seccompCM:
+		// A patch of the waypoint Deployment that a label-selected cache does not show.
+		if s.configMaps[which] != nil {
+			return errNotApplicable
+		}
+		obj = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: which, Namespace: userNS},
+			Data: map[string]string{"deployment": "spec:\n  replicas: 0\n"}}
 	default:
 		panic("unknown object " + which)
 	}

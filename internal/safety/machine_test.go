@@ -57,6 +57,7 @@ func TestRunnerSafety(t *testing.T) {
 			mode:    rapid.SampledFrom([]config.MeshMode{config.ModeAmbient, config.ModeSidecar}).Draw(t, "initial mesh mode"),
 			enforce: rapid.IntRange(privileged, restricted).Draw(t, "initial admin enforce level (0 privileged, 1 baseline, 2 restricted)"),
 			hold:    rapid.Bool().Draw(t, "initial preflight hold"),
+			wired:   rapid.Bool().Draw(t, "reads through a managed-only ConfigMap cache and an API reader"),
 		}
 		initial := rapid.SampledFrom([]string{"", "baseline"}).Draw(t, "enforce label before the runner first runs")
 		w := newWorld(t, cfg, initial, skip)
@@ -164,7 +165,7 @@ func (m *machine) SetOverride(t *rapid.T) {
 
 func (m *machine) ForeignCreate(t *rapid.T) {
 	rarely(t, 3)
-	which := rapid.SampledFrom([]string{ztunnelPolicy, ownerPolicy, waypointName}).Draw(t, "object gitops creates first")
+	which := rapid.SampledFrom([]string{ztunnelPolicy, ownerPolicy, waypointName, seccompCM}).Draw(t, "object gitops creates first")
 	skipIf(t, m.w.foreignCreate(which))
 }
 

@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	psaapi "k8s.io/pod-security-admission/api"
@@ -96,11 +97,14 @@ type cfgModel struct {
 	hold     bool
 	adopt    bool
 	override bool // podSecurity.overrides lets alice choose down to privileged
+	// wired reads as examples/controller does: ConfigMaps through a cache of the plugins' own only,
+	// past it through an API reader for hidden wanted names and for pods when a decision needs them.
+	wired bool
 }
 
 func (m cfgModel) String() string {
-	return fmt.Sprintf("mode=%s enforce=%s preflight=%s adoptOwnerPolicy=%t override=%t",
-		m.mode, levelNames[m.enforce], map[bool]string{true: "hold", false: "apply"}[m.hold], m.adopt, m.override)
+	return fmt.Sprintf("mode=%s enforce=%s preflight=%s adoptOwnerPolicy=%t override=%t wired=%t",
+		m.mode, levelNames[m.enforce], map[bool]string{true: "hold", false: "apply"}[m.hold], m.adopt, m.override, m.wired)
 }
 
 func (m cfgModel) build() (*config.Config, error) {
@@ -229,7 +233,43 @@ func (w *world) runner() *plugin.Runner {
 	w.must(err)
 	r, err := plugin.NewRunner(w.runnerClient, plugins...)
 	w.must(err)
+	if w.cfg.wired {
+		// profileplugins.CacheOptions and UseManager, without a manager: the same reads.
+		r.Reader = managedConfigMapsOnly{w.runnerClient}
+		r.APIReader = w.runnerClient
+		r.FullyCached = []schema.GroupKind{
+			{Group: istiosecurityv1.GroupName, Kind: "AuthorizationPolicy"},
+			{Group: gatewayv1.GroupName, Kind: "Gateway"},
+			{Group: rbacv1.GroupName, Kind: "RoleBinding"},
+		}
+	}
 	return r
+}
+
+// managedConfigMapsOnly shows ConfigMaps only when the plugins made them, as a cache with
+// profileplugins.CacheByObject's label selector does.
+type managedConfigMapsOnly struct{ client.Reader }
+
+func (m managedConfigMapsOnly) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := m.Reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if _, cm := obj.(*corev1.ConfigMap); cm && !plugin.ManagedSelector().Matches(labels.Set(obj.GetLabels())) {
+		return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+	}
+	return nil
+}
+
+func (m managedConfigMapsOnly) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := m.Reader.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if cms, ok := list.(*corev1.ConfigMapList); ok {
+		cms.Items = slices.DeleteFunc(cms.Items, func(cm corev1.ConfigMap) bool {
+			return !plugin.ManagedSelector().Matches(labels.Set(cm.Labels))
+		})
+	}
+	return nil
 }
 
 // reconcile runs Runner.Apply as the profiles controller does and checks the outcome.

@@ -7,12 +7,14 @@
 // this module compiles that text against a stand-in of the controller. Its manager caches only the
 // ConfigMaps the plugins made and no Pods:
 //
+//	cacheOptions := profileplugins.CacheOptions()
 //	mgr, err := ctrl.NewManager(profileplugins.WithWarnings(ctrl.GetConfigOrDie()), ctrl.Options{
-//		Cache: cache.Options{ByObject: profileplugins.CacheByObject()},
+//		Cache: cacheOptions,
 //		// the controller's own options
 //	})
 //	runner, err := profileplugins.NewRunner(mgr.GetClient(), pluginConfig)
-//	runner.APIReader = mgr.GetAPIReader() // reads past the cache: wanted names it hides, pods when needed
+//	// reads past the cache: wanted names of the kinds it selects, pods when needed
+//	profileplugins.UseManager(runner, mgr, cacheOptions)
 //
-// The Runner's Reader and APIReader fields say what each must show.
+// The Runner's Reader, APIReader and FullyCached fields say what each must show.
 package kubeflow

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -33,12 +32,12 @@ import (
 // server and so are counted in reads/ns.
 
 // libraryManager is examples/controller's run: ctrl.NewManager with its scheme and its cache
-// options (profileplugins.CacheByObject), the rest.Config wrapped by WithWarnings; metrics and
+// options (profileplugins.CacheOptions), the rest.Config wrapped by WithWarnings; metrics and
 // probes are off here.
 func libraryManager(cfg *rest.Config) (manager.Manager, error) {
 	return ctrl.NewManager(plugin.WithWarnings(cfg), ctrl.Options{
 		Scheme:  newScheme(),
-		Cache:   cache.Options{ByObject: profileplugins.CacheByObject()},
+		Cache:   profileplugins.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 }
@@ -53,14 +52,15 @@ func libraryWatches() []client.Object {
 		&istiosecurityv1.AuthorizationPolicy{}, &corev1.ConfigMap{}, rb}
 }
 
-// libraryRunner is examples/controller's newReconciler: profileplugins.NewRunner around the
-// manager's client, with the manager's API reader for what the cache does not hold.
+// libraryRunner is examples/controller's newManagedReconciler: profileplugins.NewRunner around
+// the manager's client, reading past the cache as profileplugins.UseManager sets it up for the
+// manager's cache options.
 func libraryRunner(mgr manager.Manager, c client.Client, cfg *config.Config) (*plugin.Runner, error) {
 	r, err := profileplugins.NewRunner(c, cfg)
 	if err != nil {
 		return nil, err
 	}
-	r.APIReader = mgr.GetAPIReader()
+	profileplugins.UseManager(r, mgr, profileplugins.CacheOptions())
 	return r, nil
 }
 
