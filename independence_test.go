@@ -3,7 +3,10 @@ package profileplugins_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -93,19 +96,30 @@ func independenceTarget(cfg *config.Config) plugin.Target {
 	}
 }
 
-// generateAll returns, for every plugin, a pointer to each object it generates and a pointer to
-// its Desired (whose objects are then left out, so that each part is one object or the rest), and
-// their names.
+// generateAll returns, for every plugin, a pointer to each object it generates and to each other
+// field of its Desired (each list of requirements on its own), and their names.
 func generateAll(t *testing.T, ps []plugin.Plugin, target plugin.Target) (out []any, names []string) {
 	t.Helper()
+	add := func(name string, p any) { out, names = append(out, p), append(names, name) }
 	for _, p := range ps {
 		d, err := p.Generate(target)
 		require.NoError(t, err)
 		for _, o := range d.Objects {
-			out, names = append(out, o), append(names, fmt.Sprintf("%T %s", o, o.GetName()))
+			add(fmt.Sprintf("%T %s", o, o.GetName()), o)
 		}
-		d.Objects = nil
-		out, names = append(out, &d), append(names, "the rest of "+p.Name()+"'s Desired")
+		add(p.Name()+" labels", &d.Labels)
+		add(p.Name()+" enrolment", &d.Enrolment)
+		add(p.Name()+" adopt", &d.Adopt)
+		add(p.Name()+" messages", &[][]string{d.Waiting, d.Warnings})
+		add(p.Name()+" errors", &d.Errors)
+		for _, k := range slices.Sorted(maps.Keys(d.LabelRequires)) {
+			refs := d.LabelRequires[k]
+			add(p.Name()+" requirements of label "+k, &refs)
+		}
+		for _, k := range slices.SortedFunc(maps.Keys(d.CreateRequires), func(a, b plugin.Ref) int { return strings.Compare(a.String(), b.String()) }) {
+			refs := d.CreateRequires[k]
+			add(p.Name()+" requirements of creating "+k.String(), &refs)
+		}
 	}
 	return out, names
 }
@@ -120,16 +134,18 @@ func parts(t *testing.T, ps []plugin.Plugin, target plugin.Target) []string {
 	return out
 }
 
-// snapshot is v as JSON (objects, the configuration), or as fmt prints it (a Desired, whose maps
-// have struct keys): both show every field and sort map keys.
+// snapshot is v as JSON (objects, the configuration), or as fmt prints it (the other fields of a
+// Desired): both show every field and sort map keys.
 func snapshot(t *testing.T, v any) string {
 	t.Helper()
-	if d, ok := v.(*plugin.Desired); ok {
-		return fmt.Sprintf("%+v", *d)
+	switch v.(type) {
+	case client.Object, *config.Config:
+		out, err := json.Marshal(v)
+		require.NoError(t, err)
+		return fmt.Sprintf("%T %s", v, out)
+	default:
+		return fmt.Sprintf("%+v", reflect.ValueOf(v).Elem().Interface())
 	}
-	out, err := json.Marshal(v)
-	require.NoError(t, err)
-	return fmt.Sprintf("%T %s", v, out)
 }
 
 // scribble changes every exported field it can reach from v: strings, numbers and booleans, every
