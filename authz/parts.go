@@ -11,11 +11,12 @@ import (
 
 // A policy is a tree of small protobuf messages: each rule has a from entry, a source, a to entry,
 // an operation, a condition, and a string list in each. Allocated one by one, a namespace's two
-// policies took some sixty allocations. Here a policy and its target take one allocation, and each
-// kind of message under its rules one more, sized exactly (so no more bytes than one by one,
-// which the garbage collector would pay for). Every part belongs to exactly one policy and
-// nothing in it is shared with the configuration or another policy, so a caller may change a
-// returned policy freely.
+// policies took some sixty allocations. Here a policy and its target take one allocation, and so
+// does each kind of part under its rules (a from entry with its source, a to entry with its
+// operation, a when entry, the strings), sized exactly: no more bytes than one by one, which the
+// garbage collector would pay for. Every part belongs to exactly one policy and nothing in it is
+// shared with the configuration or another policy, so a caller may change a returned policy
+// freely.
 
 // policyParts is a policy with room for the one targetRef the policies here may have.
 type policyParts struct {
@@ -38,35 +39,43 @@ func (s sizes) plus(o sizes) sizes {
 	return sizes{s.rules + o.rules, s.sources + o.sources, s.operations + o.operations, s.conditions + o.conditions, s.strings + o.strings}
 }
 
-// ruleParts is one rule with its from, to and when lists: the rules here have at most one entry
-// in each.
-type ruleParts struct {
-	rule     securityv1beta1.Rule
-	from     [1]*securityv1beta1.Rule_From
-	fromItem securityv1beta1.Rule_From
-	to       [1]*securityv1beta1.Rule_To
-	toItem   securityv1beta1.Rule_To
-	when     [1]*securityv1beta1.Condition
-}
+// A rule has at most one entry in each of its from, to and when lists here; each entry is kept
+// with the message it holds.
+type (
+	fromParts struct {
+		list   [1]*securityv1beta1.Rule_From
+		from   securityv1beta1.Rule_From
+		source securityv1beta1.Source
+	}
+	toParts struct {
+		list      [1]*securityv1beta1.Rule_To
+		to        securityv1beta1.Rule_To
+		operation securityv1beta1.Operation
+	}
+	whenParts struct {
+		list      [1]*securityv1beta1.Condition
+		condition securityv1beta1.Condition
+	}
+)
 
 // rulesBuilder fills one policy's rules from storage allocated once, each kind taken from the
 // front.
 type rulesBuilder struct {
 	rules      []*securityv1beta1.Rule
-	parts      []ruleParts
-	sources    []securityv1beta1.Source
-	operations []securityv1beta1.Operation
-	conditions []securityv1beta1.Condition
+	storage    []securityv1beta1.Rule
+	sources    []fromParts
+	operations []toParts
+	conditions []whenParts
 	strings    []string
 }
 
 func newRules(n sizes) rulesBuilder {
 	return rulesBuilder{
 		rules:      make([]*securityv1beta1.Rule, 0, n.rules),
-		parts:      make([]ruleParts, n.rules),
-		sources:    make([]securityv1beta1.Source, n.sources),
-		operations: make([]securityv1beta1.Operation, n.operations),
-		conditions: make([]securityv1beta1.Condition, n.conditions),
+		storage:    make([]securityv1beta1.Rule, n.rules),
+		sources:    make([]fromParts, n.sources),
+		operations: make([]toParts, n.operations),
+		conditions: make([]whenParts, n.conditions),
 		strings:    make([]string, n.strings),
 	}
 }
@@ -83,40 +92,40 @@ func take[T any](pool *[]T) *T {
 }
 
 // next is a new empty rule, already in the list.
-func (b *rulesBuilder) next() *ruleParts {
-	r := take(&b.parts)
-	b.rules = append(b.rules, &r.rule)
+func (b *rulesBuilder) next() *securityv1beta1.Rule {
+	r := take(&b.storage)
+	b.rules = append(b.rules, r)
 	return r
 }
 
 // source gives r its one from entry and returns its source, empty, to fill in.
-func (b *rulesBuilder) source(r *ruleParts) *securityv1beta1.Source {
-	src := take(&b.sources)
-	r.fromItem.Source = src
-	r.from[0] = &r.fromItem
-	r.rule.From = r.from[:]
-	return src
+func (b *rulesBuilder) source(r *securityv1beta1.Rule) *securityv1beta1.Source {
+	p := take(&b.sources)
+	p.from.Source = &p.source
+	p.list[0] = &p.from
+	r.From = p.list[:]
+	return &p.source
 }
 
 // operation gives r its one to entry and returns its operation, empty, to fill in.
-func (b *rulesBuilder) operation(r *ruleParts) *securityv1beta1.Operation {
-	op := take(&b.operations)
-	r.toItem.Operation = op
-	r.to[0] = &r.toItem
-	r.rule.To = r.to[:]
-	return op
+func (b *rulesBuilder) operation(r *securityv1beta1.Rule) *securityv1beta1.Operation {
+	p := take(&b.operations)
+	p.to.Operation = &p.operation
+	p.list[0] = &p.to
+	r.To = p.list[:]
+	return &p.operation
 }
 
 // condition gives r its one when entry.
-func (b *rulesBuilder) condition(r *ruleParts, key string, values []string) {
-	c := take(&b.conditions)
-	c.Key, c.Values = key, values
-	r.when[0] = c
-	r.rule.When = r.when[:]
+func (b *rulesBuilder) condition(r *securityv1beta1.Rule, key string, values []string) {
+	p := take(&b.conditions)
+	p.condition.Key, p.condition.Values = key, values
+	p.list[0] = &p.condition
+	r.When = p.list[:]
 }
 
 // onPorts limits r to ports (every port when empty).
-func (b *rulesBuilder) onPorts(r *ruleParts, ports []int32) {
+func (b *rulesBuilder) onPorts(r *securityv1beta1.Rule, ports []int32) {
 	if len(ports) > 0 {
 		b.operation(r).Ports = b.ports(ports)
 	}
