@@ -7,7 +7,6 @@ import (
 
 	"istio.io/api/annotation"
 	securityv1beta1 "istio.io/api/security/v1beta1"
-	typev1beta1 "istio.io/api/type/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -23,46 +22,91 @@ const (
 	RoleAdmin = "admin"
 )
 
+// policyAPIVersion is every policy's apiVersion, formatted once.
+var policyAPIVersion = istiosecurityv1.SchemeGroupVersion.String()
+
 // newPolicy returns an empty ALLOW policy with the typed metadata every generator uses. It states
 // istio.io/dry-run "false": istiod enforces no policy marked "true" (istio/istio
 // pilot/pkg/serviceregistry/ambient/authorization.go, convertAuthorizationPolicy, sends it to no
 // ztunnel; pilot/pkg/security/authz/builder/builder.go, isDryRun, makes it shadow rules in
 // proxies), so the value is part of the desired state: another writer's "true" is drift, restored
 // and reported.
-func newPolicy(name, namespace string, annotations map[string]string) *istiosecurityv1.AuthorizationPolicy {
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
+func newPolicy(name, namespace string, annotations map[string]string) *policyParts {
 	annotations[annotation.IoIstioDryRun.Name] = "false"
-	return &istiosecurityv1.AuthorizationPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: istiosecurityv1.SchemeGroupVersion.String(), Kind: "AuthorizationPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: annotations},
-		Spec:       securityv1beta1.AuthorizationPolicy{Action: securityv1beta1.AuthorizationPolicy_ALLOW},
-	}
+	p := &policyParts{}
+	p.policy.TypeMeta = metav1.TypeMeta{APIVersion: policyAPIVersion, Kind: "AuthorizationPolicy"}
+	p.policy.ObjectMeta = metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: annotations}
+	p.policy.Spec.Action = securityv1beta1.AuthorizationPolicy_ALLOW
+	return p
 }
 
-// headerCondition matches the user-id header the ingress sets after authentication.
-func headerCondition(cfg *config.Config, user string) *securityv1beta1.Condition {
-	return &securityv1beta1.Condition{
-		Key:    "request.headers[" + cfg.Authorization.UserIDHeader + "]",
-		Values: []string{cfg.Authorization.UserIDPrefix + user},
+// builder makes the policies of one configuration. It keeps what they all have in common, worked
+// out once (in New, for the plugin): strings, which nobody can change, and counts. Lists are
+// copied into each policy (see policyParts), never shared.
+type builder struct {
+	cfg *config.Config
+	// headerKey is the key of the user-id header's condition.
+	headerKey string
+	// forwarders may call in on behalf of a user: the ingress gateway and every platform caller
+	// on behalf of users (the Pipelines UI by default).
+	forwarders []string
+	// ownCallers act on their own behalf: each has a rule in the owner policy (see callerRule).
+	ownCallers []config.PlatformCaller
+	// sidecarCallers have a rule in the ztunnel policy (see sidecarCallers).
+	sidecarCallers []config.PlatformCaller
+	// What the rules of each policy hold: the user's rule (see onBehalfOfUser), the owner
+	// policy's other rules, the ztunnel policy's.
+	userRule, ownerRules, ztunnelRules sizes
+}
+
+func newBuilder(cfg *config.Config) *builder {
+	a := cfg.Authorization
+	b := &builder{cfg: cfg, headerKey: headerKey(cfg), forwarders: []string{a.Principals.IngressGateway}, sidecarCallers: sidecarCallers(cfg)}
+	b.ownerRules = sizes{rules: 1, conditions: 1, strings: 1} // the namespace itself
+	if len(a.HealthPaths) > 0 {
+		b.ownerRules = b.ownerRules.plus(sizes{rules: 1, operations: 1, strings: len(a.HealthPaths)})
 	}
+	for _, c := range a.PlatformCallers {
+		if c.OnBehalfOfUser {
+			if !slices.Contains(b.forwarders, c.Principal) {
+				b.forwarders = append(b.forwarders, c.Principal)
+			}
+			continue
+		}
+		b.ownCallers = append(b.ownCallers, c)
+		b.ownerRules = b.ownerRules.plus(callerRuleSizes(c))
+	}
+	b.userRule = sizes{rules: 1, sources: 1, conditions: 1, strings: len(b.forwarders) + 1}
+	b.ztunnelRules = sizes{rules: 2, sources: 2, strings: 2} // the waypoint and the namespace itself
+	for _, c := range b.sidecarCallers {
+		b.ztunnelRules = b.ztunnelRules.plus(sizes{rules: 1, sources: 1, operations: oneIf(len(c.Ports) > 0), strings: 1 + len(c.Ports)})
+	}
+	for _, e := range a.L4Exceptions {
+		b.ztunnelRules = b.ztunnelRules.plus(sizes{rules: 1, sources: 1, operations: oneIf(len(e.Ports) > 0),
+			strings: len(e.Namespaces) + len(e.Principals) + len(e.ServiceAccounts) + len(e.IPBlocks) + len(e.Ports)})
+	}
+	return b
+}
+
+func oneIf(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// headerKey is the condition key of the user-id header the ingress sets after authentication.
+func headerKey(cfg *config.Config) string {
+	return "request.headers[" + cfg.Authorization.UserIDHeader + "]"
 }
 
 // onBehalfOfUser is the rule of both owner and contributor policies: the ingress gateway or a
 // platform caller on behalf of users (the Pipelines UI by default) forwards a request whose
-// user-id header names user.
-func onBehalfOfUser(cfg *config.Config, user string) *securityv1beta1.Rule {
-	principals := []string{cfg.Authorization.Principals.IngressGateway}
-	for _, c := range cfg.Authorization.PlatformCallers {
-		if c.OnBehalfOfUser && !slices.Contains(principals, c.Principal) {
-			principals = append(principals, c.Principal)
-		}
-	}
-	return &securityv1beta1.Rule{
-		From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: principals}}},
-		When: []*securityv1beta1.Condition{headerCondition(cfg, user)},
-	}
+// user-id header names user. It takes b.userRule.
+func (b *builder) onBehalfOfUser(rules *rulesBuilder, user string) {
+	r := rules.next()
+	rules.source(r).Principals = rules.list(b.forwarders...)
+	rules.condition(r, b.headerKey, rules.list(b.cfg.Authorization.UserIDPrefix+user))
 }
 
 func portStrings(ports []int32) []string {
@@ -76,16 +120,20 @@ func portStrings(ports []int32) []string {
 	return out
 }
 
+// ownerNamePath is where a Profile names its owner; a field.Path is never changed once made.
+var ownerNamePath = field.NewPath("spec", "owner", "name")
+
 // OwnerPolicy is the owner's policy, ns-owner-access-istio by default. In ambient mode it is
 // attached to the waypoint; in sidecar mode it applies to every pod of the namespace.
 func OwnerPolicy(cfg *config.Config, namespace, owner string) (*istiosecurityv1.AuthorizationPolicy, error) {
-	if errs := validateUser(cfg, field.NewPath("spec", "owner", "name"), owner); len(errs) > 0 {
+	return newBuilder(cfg).ownerPolicy(namespace, owner)
+}
+
+func (b *builder) ownerPolicy(namespace, owner string) (*istiosecurityv1.AuthorizationPolicy, error) {
+	if errs := validateUser(b.cfg, ownerNamePath, owner); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	pol := OwnerlessPolicy(cfg, namespace)
-	pol.Annotations[UserAnnotation] = owner
-	pol.Spec.Rules = append([]*securityv1beta1.Rule{onBehalfOfUser(cfg, owner)}, pol.Spec.Rules...)
-	return pol, nil
+	return b.policyForOwner(namespace, owner), nil
 }
 
 // OwnerlessPolicy is the owner policy without the owner's rule: what the namespace keeps while
@@ -94,57 +142,69 @@ func OwnerPolicy(cfg *config.Config, namespace, owner string) (*istiosecurityv1.
 // working for its pods; no user reaches it until the Profile's owner is valid again. Keeping the
 // previous owner's rule instead would leave access with someone the Profile no longer names.
 func OwnerlessPolicy(cfg *config.Config, namespace string) *istiosecurityv1.AuthorizationPolicy {
-	a := cfg.Authorization
-	pol := newPolicy(a.OwnerPolicyName, namespace, map[string]string{RoleAnnotation: RoleAdmin})
-	rules := []*securityv1beta1.Rule{
-		{When: []*securityv1beta1.Condition{{Key: "source.namespace", Values: []string{namespace}}}},
+	return newBuilder(cfg).policyForOwner(namespace, "")
+}
+
+// policyForOwner is the owner policy with the rule of a validated owner first, or without any
+// user's rule when owner is "" (which no valid owner is).
+func (b *builder) policyForOwner(namespace, owner string) *istiosecurityv1.AuthorizationPolicy {
+	a := b.cfg.Authorization
+	annotations := map[string]string{RoleAnnotation: RoleAdmin}
+	n := b.ownerRules
+	if owner != "" {
+		annotations[UserAnnotation] = owner
+		n = n.plus(b.userRule)
 	}
+	p := newPolicy(a.OwnerPolicyName, namespace, annotations)
+	rules := newRules(n)
+	if owner != "" {
+		b.onBehalfOfUser(&rules, owner)
+	}
+	rules.condition(rules.next(), "source.namespace", rules.list(namespace))
 	if len(a.HealthPaths) > 0 {
-		rules = append(rules, &securityv1beta1.Rule{To: []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Paths: a.HealthPaths}}}})
+		rules.operation(rules.next()).Paths = rules.list(a.HealthPaths...)
 	}
-	for _, c := range a.PlatformCallers {
-		if !c.OnBehalfOfUser {
-			rules = append(rules, callerRule(c))
-		}
+	for _, c := range b.ownCallers {
+		callerRule(&rules, c)
 	}
-	pol.Spec.Rules = rules
-	if cfg.Mesh.Mode == config.ModeAmbient {
-		pol.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{GatewayTarget(cfg.Mesh.Waypoint.Name)}
+	p.policy.Spec.Rules = rules.rules
+	if b.cfg.Mesh.Mode == config.ModeAmbient {
+		p.targetGateway(b.cfg.Mesh.Waypoint.Name)
 	}
-	return pol
+	return &p.policy
 }
 
 // ZtunnelPolicy is the ambient namespace's L4 policy: it admits the waypoint, the namespace itself,
 // the platform callers that run sidecars and the configured exceptions, and through being an
 // ALLOW policy denies everything else.
 func ZtunnelPolicy(cfg *config.Config, namespace string) *istiosecurityv1.AuthorizationPolicy {
-	a := cfg.Authorization
-	pol := newPolicy(a.ZtunnelPolicyName, namespace, nil)
-	pol.Spec.Rules = []*securityv1beta1.Rule{
-		// serviceAccounts matches in any trust domain; separate from namespaces, as Istio requires.
-		{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{ServiceAccounts: []string{namespace + "/" + cfg.Mesh.Waypoint.Name}}}}},
-		{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Namespaces: []string{namespace}}}}},
-	}
-	for _, c := range sidecarCallers(cfg) {
-		pol.Spec.Rules = append(pol.Spec.Rules, l4Rule(&securityv1beta1.Source{Principals: []string{c.Principal}}, c.Ports))
+	return newBuilder(cfg).ztunnelPolicy(namespace)
+}
+
+func (b *builder) ztunnelPolicy(namespace string) *istiosecurityv1.AuthorizationPolicy {
+	a := b.cfg.Authorization
+	p := newPolicy(a.ZtunnelPolicyName, namespace, make(map[string]string, 1))
+	rules := newRules(b.ztunnelRules)
+	// serviceAccounts matches in any trust domain; separate from namespaces, as Istio requires.
+	rules.source(rules.next()).ServiceAccounts = rules.list(namespace + "/" + b.cfg.Mesh.Waypoint.Name)
+	rules.source(rules.next()).Namespaces = rules.list(namespace)
+	for _, c := range b.sidecarCallers {
+		r := rules.next()
+		rules.source(r).Principals = rules.list(c.Principal)
+		rules.onPorts(r, c.Ports)
 	}
 	for _, e := range a.L4Exceptions {
 		// ztunnel matches ipBlocks against the connection's source address (istio/istio
 		// pilot/pkg/serviceregistry/ambient/authorization.go makes them SourceIps); it has no
 		// remoteIpBlocks, which would be an L7 attribute and drop the rule.
-		src := &securityv1beta1.Source{Namespaces: e.Namespaces, Principals: e.Principals, ServiceAccounts: e.ServiceAccounts, IpBlocks: e.IPBlocks}
-		pol.Spec.Rules = append(pol.Spec.Rules, l4Rule(src, e.Ports))
+		r := rules.next()
+		src := rules.source(r)
+		src.Namespaces, src.Principals = rules.list(e.Namespaces...), rules.list(e.Principals...)
+		src.ServiceAccounts, src.IpBlocks = rules.list(e.ServiceAccounts...), rules.list(e.IPBlocks...)
+		rules.onPorts(r, e.Ports)
 	}
-	return pol
-}
-
-// l4Rule admits src on ports (every port when empty).
-func l4Rule(src *securityv1beta1.Source, ports []int32) *securityv1beta1.Rule {
-	r := &securityv1beta1.Rule{From: []*securityv1beta1.Rule_From{{Source: src}}}
-	if len(ports) > 0 {
-		r.To = []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Ports: portStrings(ports)}}}
-	}
-	return r
+	p.policy.Spec.Rules = rules.rules
+	return &p.policy
 }
 
 // validateUser checks a user id with config.ValidateIdentity, and then the value the policy

@@ -4,20 +4,24 @@ import (
 	"fmt"
 	"strings"
 
-	securityv1beta1 "istio.io/api/security/v1beta1"
-
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
 
 // callerRule admits a platform caller that acts on its own behalf, within its methods, paths and
 // ports: the notebook controller's culler (GET */api/kernels) and Katib's controller (anything) by
-// default.
-func callerRule(c config.PlatformCaller) *securityv1beta1.Rule {
-	r := &securityv1beta1.Rule{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Principals: []string{c.Principal}}}}}
+// default. It takes callerRuleSizes(c).
+func callerRule(rules *rulesBuilder, c config.PlatformCaller) {
+	r := rules.next()
+	rules.source(r).Principals = rules.list(c.Principal)
 	if len(c.Methods)+len(c.Paths)+len(c.Ports) > 0 {
-		r.To = []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Methods: c.Methods, Paths: c.Paths, Ports: portStrings(c.Ports)}}}
+		op := rules.operation(r)
+		op.Methods, op.Paths, op.Ports = rules.list(c.Methods...), rules.list(c.Paths...), rules.ports(c.Ports)
 	}
-	return r
+}
+
+func callerRuleSizes(c config.PlatformCaller) sizes {
+	limits := len(c.Methods) + len(c.Paths) + len(c.Ports)
+	return sizes{rules: 1, sources: 1, operations: oneIf(limits > 0), strings: 1 + limits}
 }
 
 // sidecarCallers are the platform callers whose pods run Istio sidecars. Configuration validation

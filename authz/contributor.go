@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	typev1beta1 "istio.io/api/type/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,15 +53,24 @@ func ContributorPolicyName(user, role string) string {
 // an identity a policy can match safely (see config.ValidateIdentity) or when kfam's name for it
 // is not a valid object name.
 func ContributorPolicy(cfg *config.Config, namespace, user, role string) (*istiosecurityv1.AuthorizationPolicy, error) {
-	path := field.NewPath("contributor")
-	errs := validateUser(cfg, path.Child("user"), user)
+	return newBuilder(cfg).contributorPolicy(namespace, user, role)
+}
+
+// Where a contributor's errors point; a field.Path is never changed once made.
+var (
+	contributorUserPath = field.NewPath("contributor", "user")
+	contributorRolePath = field.NewPath("contributor", "role")
+)
+
+func (b *builder) contributorPolicy(namespace, user, role string) (*istiosecurityv1.AuthorizationPolicy, error) {
+	errs := validateUser(b.cfg, contributorUserPath, user)
 	if role != RoleEdit && role != RoleView {
-		errs = append(errs, field.NotSupported(path.Child("role"), role, []string{RoleEdit, RoleView}))
+		errs = append(errs, field.NotSupported(contributorRolePath, role, []string{RoleEdit, RoleView}))
 	}
 	name := ContributorPolicyName(user, role)
 	if len(errs) == 0 {
 		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(path.Child("user"), user, fmt.Sprintf(
+			errs = append(errs, field.Invalid(contributorUserPath, user, fmt.Sprintf(
 				"kfam names this contributor's RoleBinding and policy %q, which is not a valid AuthorizationPolicy name (%s), so kfam cannot create the policy; no other name is made up for it",
 				name, strings.Join(msgs, "; "))))
 		}
@@ -70,12 +78,14 @@ func ContributorPolicy(cfg *config.Config, namespace, user, role string) (*istio
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	pol := newPolicy(name, namespace, map[string]string{UserAnnotation: user, RoleAnnotation: role})
-	pol.Spec.Rules = append(pol.Spec.Rules, onBehalfOfUser(cfg, user))
-	if cfg.Mesh.Mode == config.ModeAmbient {
-		pol.Spec.TargetRefs = []*typev1beta1.PolicyTargetReference{GatewayTarget(cfg.Mesh.Waypoint.Name)}
+	p := newPolicy(name, namespace, map[string]string{UserAnnotation: user, RoleAnnotation: role})
+	rules := newRules(b.userRule)
+	b.onBehalfOfUser(&rules, user)
+	p.policy.Spec.Rules = rules.rules
+	if b.cfg.Mesh.Mode == config.ModeAmbient {
+		p.targetGateway(b.cfg.Mesh.Waypoint.Name)
 	}
-	return pol, nil
+	return &p.policy, nil
 }
 
 // Contributor is one user kfam has given a role in a namespace.
@@ -116,6 +126,10 @@ func ContributorsFrom(bindings []metav1.Object) (contributors []Contributor, ign
 // one of them are removed. Within one namespace Kubernetes' unique names already prevent it (kfam's
 // second RoleBinding is refused as AlreadyExists); lists assembled elsewhere can still collide.
 func ContributorPolicies(cfg *config.Config, namespace string, contributors []Contributor) ([]*istiosecurityv1.AuthorizationPolicy, []error) {
+	return newBuilder(cfg).contributorPolicies(namespace, contributors)
+}
+
+func (b *builder) contributorPolicies(namespace string, contributors []Contributor) ([]*istiosecurityv1.AuthorizationPolicy, []error) {
 	byName := map[string][]Contributor{}
 	for _, c := range contributors {
 		name := c.PolicyName()
@@ -138,7 +152,7 @@ func ContributorPolicies(cfg *config.Config, namespace string, contributors []Co
 			errs = append(errs, foldConflict(name, same))
 			continue
 		}
-		pol, err := ContributorPolicy(cfg, namespace, same[0].User, same[0].Role)
+		pol, err := b.contributorPolicy(namespace, same[0].User, same[0].Role)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("RoleBinding %s: no contributor policy: %w", name, err))
 			continue

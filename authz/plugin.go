@@ -21,12 +21,16 @@ import (
 const PluginName = "authz"
 
 // Plugin is the access plugin. Create it with New.
-type Plugin struct{ cfg *config.Config }
+type Plugin struct {
+	cfg      *config.Config
+	policies *builder
+}
 
 var _ plugin.Plugin = (*Plugin)(nil)
 
-// New returns the plugin for a validated configuration.
-func New(cfg *config.Config) *Plugin { return &Plugin{cfg: cfg} }
+// New returns the plugin for a validated configuration. It works out what every policy has in
+// common once, here: change the configuration before New, never after.
+func New(cfg *config.Config) *Plugin { return &Plugin{cfg: cfg, policies: newBuilder(cfg)} }
 
 // Name implements plugin.Plugin.
 func (p *Plugin) Name() string { return PluginName }
@@ -51,30 +55,37 @@ var policyGK = schema.GroupKind{Group: istiosecurityv1.SchemeGroupVersion.Group,
 func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	cfg := p.cfg
 	var d plugin.Desired
+	var ztunnel *istiosecurityv1.AuthorizationPolicy
 	// After a switch away from ambient the runner keeps the namespace there while pods depend on
 	// it (see plugin.DataPlane); the L4 policy that protects them stays, intact, as long as it does.
 	if cfg.Mesh.Mode == config.ModeAmbient || t.Observed.Held[label.IoIstioDataplaneMode.Name] == "ambient" {
-		d.Objects = append(d.Objects, ZtunnelPolicy(cfg, t.Namespace))
+		ztunnel = p.policies.ztunnelPolicy(t.Namespace)
 	}
 	if cfg.Mesh.Mode == config.ModeAmbient {
 		d.Warnings = append(d.Warnings, sidecarCallerLosses(cfg)...)
 	}
 	if cfg.Mesh.Mode == config.ModeNone {
+		if ztunnel != nil {
+			d.Objects = []client.Object{ztunnel}
+		}
 		return d, nil
 	}
-	owner, err := ownerPolicyFor(cfg, t)
+	owner, err := p.ownerPolicy(t)
 	if err != nil {
 		// A Profile edit must not take the namespace's protection down, nor leave access with
 		// the owner it no longer names: the policy stays, intact, without any user's rule.
 		d.Errors = append(d.Errors, fmt.Errorf("%w; until it is fixed the owner policy admits no user", err))
-		owner = OwnerlessPolicy(cfg, t.Namespace)
+		owner = p.policies.policyForOwner(t.Namespace, "")
 	}
-	if cfg.Mesh.Mode == config.ModeAmbient && !ownerPolicyMayMoveToWaypoint(cfg, t) {
+	if cfg.Mesh.Mode == config.ModeAmbient && !p.ownerPolicyMayMoveToWaypoint(t) {
 		owner.Spec.TargetRefs = nil
 		d.Waiting = append(d.Waiting, fmt.Sprintf("AuthorizationPolicy %s keeps applying to the namespace's pods, for those that still run a sidecar, "+
 			"until AuthorizationPolicy %s is in place and intact; then it moves to the waypoint", owner.Name, cfg.Authorization.ZtunnelPolicyName))
 	}
-	d.Objects = append([]client.Object{owner}, d.Objects...)
+	d.Objects = append(make([]client.Object, 0, 2), owner)
+	if ztunnel != nil {
+		d.Objects = append(d.Objects, ztunnel)
+	}
 	if cfg.Authorization.AdoptOwnerPolicy {
 		d.Adopt = append(d.Adopt, plugin.Ref{GroupKind: policyGK, Name: owner.Name})
 	}
@@ -85,7 +96,7 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 		sort.Strings(ignored)
 		d.Warnings = append(d.Warnings, ignored...)
 		// A contributor refused here loses only its own policy; the owner keeps access.
-		pols, errs := ContributorPolicies(cfg, t.Namespace, contributors)
+		pols, errs := p.policies.contributorPolicies(t.Namespace, contributors)
 		for _, pol := range pols {
 			d.Objects = append(d.Objects, pol)
 			d.Adopt = append(d.Adopt, plugin.Ref{GroupKind: policyGK, Name: pol.Name})
@@ -96,7 +107,7 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 			d.Warnings = append(d.Warnings, detachedContributorPolicies(t.Observed)...)
 		}
 	}
-	d.Errors = append(d.Errors, foreignContributorWildcards(cfg, t.Observed)...)
+	d.Errors = append(d.Errors, foreignContributorWildcards(p.policies.headerKey, t.Observed)...)
 	d.Warnings = append(d.Warnings, foreignAllowAll(cfg, t.Observed)...)
 	return d, nil
 }
@@ -114,7 +125,8 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 // (/work/shared/context/istio-ambient.md, "AuthorizationPolicy in ambient"). No owner policy at
 // all, or one already attached to a waypoint, protects no sidecar pod: it goes (or stays) there
 // at once, so a drifted or deleted ztunnel policy never takes the owner policy off the waypoint.
-func ownerPolicyMayMoveToWaypoint(cfg *config.Config, t plugin.Target) bool {
+func (p *Plugin) ownerPolicyMayMoveToWaypoint(t plugin.Target) bool {
+	cfg := p.cfg
 	cur, ok := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](t.Observed, cfg.Authorization.OwnerPolicyName)
 	if !ok || len(cur.Spec.TargetRefs) > 0 {
 		return true
@@ -126,15 +138,14 @@ func ownerPolicyMayMoveToWaypoint(cfg *config.Config, t plugin.Target) bool {
 	}
 	z, ok := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](t.Observed, cfg.Authorization.ZtunnelPolicyName)
 	return ok && plugin.IsManagedBy(z.Labels, PluginName) &&
-		proto.Equal(&z.Spec, &ZtunnelPolicy(cfg, t.Namespace).Spec)
+		proto.Equal(&z.Spec, &p.policies.ztunnelPolicy(t.Namespace).Spec)
 }
 
 // foreignContributorWildcards reports contributor policies that kfam (or anyone but this plugin)
 // made with a user id this package refuses, such as kfam's policy for a binding with user "*":
 // kfam does not check, and in sidecar mode such a policy opens the namespace. The plugin does not
 // own it and leaves it alone, so the error says to delete it.
-func foreignContributorWildcards(cfg *config.Config, obs plugin.Observed) []error {
-	key := headerCondition(cfg, "").Key
+func foreignContributorWildcards(key string, obs plugin.Observed) []error {
 	var errs []error
 	for _, o := range obs.Objects {
 		pol, ok := o.(*istiosecurityv1.AuthorizationPolicy)
@@ -176,18 +187,18 @@ func refusedHeaderValues(pol *istiosecurityv1.AuthorizationPolicy, key string) f
 	return out
 }
 
+// ownerPolicy is the owner policy for the Profile's owner, or the error that refuses it.
+func (p *Plugin) ownerPolicy(t plugin.Target) (*istiosecurityv1.AuthorizationPolicy, error) {
+	if err := ownerKindIsUser(t); err != nil {
+		return nil, err
+	}
+	return p.policies.ownerPolicy(t.Namespace, t.Owner)
+}
+
 // ownerKindIsUser refuses a Profile owned by a Group or a ServiceAccount: the owner policy
 // matches the user-id header, which names one person, so a group's name there would match a user
 // who happens to be called like the group. An empty kind counts as User: the API server refuses a
 // Profile without one (the CRD requires it), so only a Profile read from a file lacks it.
-// ownerPolicyFor is the owner policy for the Profile's owner, or the error that refuses it.
-func ownerPolicyFor(cfg *config.Config, t plugin.Target) (*istiosecurityv1.AuthorizationPolicy, error) {
-	if err := ownerKindIsUser(t); err != nil {
-		return nil, err
-	}
-	return OwnerPolicy(cfg, t.Namespace, t.Owner)
-}
-
 func ownerKindIsUser(t plugin.Target) error {
 	if t.Profile == nil {
 		return nil

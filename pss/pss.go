@@ -92,7 +92,8 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	want := map[string]config.LevelVersion{"enforce": ps.Enforce, "audit": ps.Audit, "warn": ps.Warn}
 	var d plugin.Desired
 
-	if t.Profile != nil {
+	// Most Profiles ask for nothing: skip decoding (and its allocation) when they have no plugins.
+	if t.Profile != nil && len(t.Profile.Spec.Plugins) > 0 {
 		errs := p.profileChoice(t, want)
 		d.Errors = append(d.Errors, errs...)
 	}

@@ -151,7 +151,10 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	gw := Gateway(p.cfg, t.Namespace)
 	gwRef := plugin.Ref{GroupKind: gatewayGK, Name: gw.Name}
 	owner := plugin.Ref{GroupKind: istioPolicyGK, Name: p.cfg.Authorization.OwnerPolicyName}
-	var d plugin.Desired
+	// Every list of Refs below is cut from refs with its capacity ending where it ends, so that
+	// each stays independent of the others and one allocation serves them all.
+	refs := make([]plugin.Ref, 0, 10)
+	d := plugin.Desired{Objects: make([]client.Object, 0, 2)}
 	// The patch ConfigMap comes before the Gateway: the runner writes objects in this order, and
 	// istiod refuses to render a waypoint whose parametersRef names a missing ConfigMap.
 	patch, patchWaits := p.patchConfigMap(t, gw)
@@ -165,7 +168,7 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	serve, whyNot := p.waypointMayServe(t.Observed, gw)
 	if serve {
 		d.Objects = append(d.Objects, gw)
-		d.CreateRequires = map[plugin.Ref][]plugin.Ref{gwRef: {owner}}
+		d.CreateRequires = map[plugin.Ref][]plugin.Ref{gwRef: cut(&refs, owner)}
 		if referencesPatch(gw) {
 			// A new waypoint never starts from a ConfigMap the plugin did not make.
 			d.CreateRequires[gwRef] = append(d.CreateRequires[gwRef], patchRef(gw))
@@ -180,7 +183,7 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 		label.IoIstioDataplaneMode.Name: ambientMode,
 		InjectionLabel:                  "disabled",
 	}
-	d.LabelRequires = map[string][]plugin.Ref{label.IoIstioDataplaneMode.Name: {ztunnel}}
+	d.LabelRequires = map[string][]plugin.Ref{label.IoIstioDataplaneMode.Name: cut(&refs, ztunnel)}
 	if m.Revision != "" {
 		d.Labels[label.IoIstioRev.Name] = m.Revision
 	}
@@ -196,17 +199,17 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 		d.Labels[label.IoIstioUseWaypoint.Name] = gw.Name
 		// Traffic routed to the waypoint is checked there by the owner policy only; the ztunnel
 		// policy admits the waypoint, so without the owner policy the waypoint would pass anyone.
-		routed := []plugin.Ref{owner, ztunnel, gwRef}
+		routed := append(make([]plugin.Ref, 0, 4), owner, ztunnel, gwRef) // and room for the ConfigMap
 		if patch != nil {
 			// istiod patches the waypoint Deployment with whatever the Gateway's parametersRef
 			// ConfigMap holds; only the plugin's own, intact one may shape the pod traffic goes
 			// through, also while a Gateway that still references it is being updated.
 			routed = append(routed, patchRef(gw))
 		}
-		d.LabelRequires[label.IoIstioUseWaypoint.Name] = routed
+		d.LabelRequires[label.IoIstioUseWaypoint.Name] = cut(&refs, routed...)
 		if *m.IngressUseWaypoint {
 			d.Labels[label.IoIstioIngressUseWaypoint.Name] = "true"
-			d.LabelRequires[label.IoIstioIngressUseWaypoint.Name] = routed
+			d.LabelRequires[label.IoIstioIngressUseWaypoint.Name] = cut(&refs, routed...)
 		}
 	} else if serve && !ready {
 		d.Waiting = append(d.Waiting, fmt.Sprintf(
@@ -301,6 +304,14 @@ func (p *Plugin) restrictedHint(t plugin.Target) string {
 		psaapi.LevelRestricted, ClassDefaultsLabel, p.cfg.Mesh.Waypoint.ClassName, p.cfg.Mesh.IstiodNamespace)
 }
 
+// cut appends rs to refs and returns them as a list of their own: its capacity ends with it, so
+// appending to it never writes into the next list cut from refs.
+func cut(refs *[]plugin.Ref, rs ...plugin.Ref) []plugin.Ref {
+	start := len(*refs)
+	*refs = append(*refs, rs...)
+	return (*refs)[start:len(*refs):len(*refs)]
+}
+
 // waypointMayServe says whether the waypoint Gateway is wanted now, and otherwise what it waits
 // for. Istio programs a waypoint as soon as its Gateway exists, and any namespace editor may label
 // a Service (or pod) istio.io/use-waypoint to send traffic through it; the ztunnel policy admits
@@ -384,26 +395,22 @@ var (
 	configMapGK   = schema.GroupKind{Kind: "ConfigMap"}
 )
 
+// gatewayAPIVersion is every Gateway's apiVersion, formatted once.
+var gatewayAPIVersion = gatewayv1.GroupVersion.String()
+
 // Gateway is the namespace's waypoint, as istioctl waypoint generate writes it, plus the
 // configured infrastructure labels and annotations and, when enabled, the seccomp patch reference.
 func Gateway(cfg *config.Config, namespace string) *gatewayv1.Gateway {
 	w := cfg.Mesh.Waypoint
-	gw := &gatewayv1.Gateway{
-		TypeMeta: metav1.TypeMeta{APIVersion: gatewayv1.GroupVersion.String(), Kind: "Gateway"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      w.Name,
-			Namespace: namespace,
-			Labels:    map[string]string{label.IoIstioWaypointFor.Name: w.For},
-		},
-		Spec: gatewayv1.GatewaySpec{
-			GatewayClassName: gatewayv1.ObjectName(w.ClassName),
-			Listeners: []gatewayv1.Listener{{
-				Name:     listenerName,
-				Port:     listenerPort,
-				Protocol: listenerProtocol,
-			}},
-		},
-	}
+	// The Gateway and its one listener in one allocation.
+	parts := &struct {
+		gw        gatewayv1.Gateway
+		listeners [1]gatewayv1.Listener
+	}{listeners: [1]gatewayv1.Listener{{Name: listenerName, Port: listenerPort, Protocol: listenerProtocol}}}
+	gw := &parts.gw
+	gw.TypeMeta = metav1.TypeMeta{APIVersion: gatewayAPIVersion, Kind: "Gateway"}
+	gw.ObjectMeta = metav1.ObjectMeta{Name: w.Name, Namespace: namespace, Labels: map[string]string{label.IoIstioWaypointFor.Name: w.For}}
+	gw.Spec = gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(w.ClassName), Listeners: parts.listeners[:]}
 	if cfg.Mesh.Revision != "" {
 		gw.Labels[label.IoIstioRev.Name] = cfg.Mesh.Revision
 	}
