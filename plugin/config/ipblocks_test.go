@@ -44,11 +44,11 @@ func TestIPBlocksUnionCoveringAFamily(t *testing.T) {
 // An IPv4-mapped IPv6 entry is refused with its IPv4 form (or, for all of IPv4, as a /0).
 func TestIPBlocksIPv4MappedGiveTheIPv4Form(t *testing.T) {
 	for b, want := range map[string]string{
-		"::ffff:10.0.0.0/104":    "write the IPv4 form 10.0.0.0/8",
-		"::ffff:10.8.3.4":        "write the IPv4 form 10.8.3.4",
-		"::ffff:10.8.3.0/120":    "write the IPv4 form 10.8.3.0/24",
-		"::ffff:10.8.3.1/120":    "write the IPv4 form 10.8.3.0/24",
-		"::ffff:0.0.0.0/96":      "which a /0 would be",
+		"::ffff:10.0.0.0/104":   "write the IPv4 form 10.0.0.0/8",
+		"::ffff:10.8.3.4":       "write the IPv4 form 10.8.3.4",
+		"::ffff:10.8.3.0/120":   "write the IPv4 form 10.8.3.0/24",
+		"::ffff:10.8.3.1/120":   "write the IPv4 form 10.8.3.0/24",
+		"::ffff:0.0.0.0/96":     "which a /0 would be",
 		"0:0:0:0:0:ffff:0:0/96": "which a /0 would be",
 	} {
 		_, err := parseIPBlocks("'" + b + "'")
