@@ -6,13 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // toMap turns a typed object into its JSON form. It goes through encoding/json rather than
@@ -130,55 +126,4 @@ func isEmpty(v any) bool {
 		return len(t) == 0
 	}
 	return false
-}
-
-// ownedLabelKeys returns the label keys the field manager owns through server-side apply.
-func ownedLabelKeys(obj client.Object, manager string) (map[string]bool, error) {
-	keys := map[string]bool{}
-	for _, e := range obj.GetManagedFields() {
-		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || e.FieldsV1 == nil {
-			continue
-		}
-		var fields struct {
-			Metadata struct {
-				Labels map[string]json.RawMessage `json:"f:labels"`
-			} `json:"f:metadata"`
-		}
-		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields); err != nil {
-			return nil, fmt.Errorf("managedFields of %s: %w", manager, err)
-		}
-		for k := range fields.Metadata.Labels {
-			if key, ok := strings.CutPrefix(k, "f:"); ok {
-				keys[key] = true
-			}
-		}
-	}
-	return keys, nil
-}
-
-// labelManagers maps each label key of obj to the field managers that own it, sorted.
-func labelManagers(obj client.Object) map[string][]string {
-	out := map[string][]string{}
-	for _, e := range obj.GetManagedFields() {
-		if e.Subresource != "" || e.FieldsV1 == nil {
-			continue
-		}
-		var fields struct {
-			Metadata struct {
-				Labels map[string]json.RawMessage `json:"f:labels"`
-			} `json:"f:metadata"`
-		}
-		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
-			continue
-		}
-		for k := range fields.Metadata.Labels {
-			if key, ok := strings.CutPrefix(k, "f:"); ok && !slices.Contains(out[key], e.Manager) {
-				out[key] = append(out[key], e.Manager)
-			}
-		}
-	}
-	for k := range out {
-		slices.Sort(out[k])
-	}
-	return out
 }

@@ -9,8 +9,10 @@
 //     [ManagedByLabel] and [PluginLabel] and controlled by the Profile;
 //   - an object that exists under a managed name but was not made by the plugin is reported as a
 //     [ConflictError] and left alone;
-//   - namespace labels are applied under the plugin's own field manager, so labels other writers set
-//     survive and labels a plugin stops wanting disappear;
+//   - namespace labels of every plugin are applied together under [LabelFieldManager] (one write
+//     per call, and one more first when enrolment labels are withdrawn), with
+//     [LabelOwnersAnnotation] saying which plugin owns which, so labels other writers set survive,
+//     labels a plugin stops wanting disappear, and a failed write changes none;
 //   - what a plugin made earlier and no longer wants is deleted (pruned);
 //   - nothing is written when the observed state already matches.
 //

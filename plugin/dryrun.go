@@ -27,7 +27,9 @@ import (
 // DryRunWrite is one write a dry run sent, with what the API server answered. The server ran
 // admission, validation and defaulting on it, as for a real write, and persisted nothing.
 type DryRunWrite struct {
-	// Plugin is the plugin that wrote, from its field manager or the object's PluginLabel.
+	// Plugin is the plugin that wrote, from its field manager or the object's PluginLabel; empty
+	// for the namespace-label write, which carries every plugin's labels (each PluginResult
+	// lists its own in LabelsSet and LabelsRemoved).
 	Plugin string
 	// Verb is apply, create, update, patch or delete.
 	Verb string
@@ -38,7 +40,7 @@ type DryRunWrite struct {
 	// same run included; nil when it did not exist. After is the object as the run sees it after
 	// this write; nil for a delete. It is the server's answer, except that the server answers
 	// every dry run against the persisted object, so when the run wrote the same object before
-	// (the namespace: one label apply per plugin and phase), the labels and field managers those
+	// (the namespace: one label apply per phase), the labels and field managers those
 	// earlier writes changed are composed in, as the real writes would compose.
 	Before, After *unstructured.Unstructured
 }
@@ -205,9 +207,19 @@ func compose(base *unstructured.Unstructured, answers []*unstructured.Unstructur
 		managers[keyOfEntry(e)] = &e
 	}
 	baseManagers := maps.Clone(managers)
+	removed := map[string]string{}
 	for _, a := range answers {
-		applyLabelDelta(labels, base.GetLabels(), a.GetLabels())
+		applyLabelDelta(labels, base.GetLabels(), a.GetLabels(), removed)
 		applyManagerDelta(managers, baseManagers, a.GetManagedFields())
+	}
+	// The server removes a label when its writer lets go of it and nobody else owns it in the
+	// persisted object. A label that a manager of the run's result still owns stays: the release
+	// of an earlier version's per-plugin label manager after the shared label apply took its
+	// labels over (see releaseLegacy).
+	for k, v := range removed {
+		if _, kept := labels[k]; !kept && labelOwned(managers, k) {
+			labels[k] = v
+		}
 	}
 	if len(labels) == 0 {
 		labels = nil
@@ -241,8 +253,9 @@ func mergeInto(dst, src map[string]any) {
 	}
 }
 
-// applyLabelDelta applies to labels what answer changed from base.
-func applyLabelDelta(labels, base, answer map[string]string) {
+// applyLabelDelta applies to labels what answer changed from base, recording in removed the value
+// of each label it removes.
+func applyLabelDelta(labels, base, answer map[string]string, removed map[string]string) {
 	for k, v := range answer {
 		if bv, ok := base[k]; !ok || bv != v {
 			labels[k] = v
@@ -250,9 +263,25 @@ func applyLabelDelta(labels, base, answer map[string]string) {
 	}
 	for k := range base {
 		if _, ok := answer[k]; !ok {
+			if v, ok := labels[k]; ok {
+				removed[k] = v
+			}
 			delete(labels, k)
 		}
 	}
+}
+
+// labelOwned reports whether one of the entries owns the label key.
+func labelOwned(managers map[managerKey]*metav1.ManagedFieldsEntry, key string) bool {
+	for _, e := range managers {
+		if e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		if labels, _, err := managedLabelKeys(*e); err == nil && slices.Contains(labels, key) {
+			return true
+		}
+	}
+	return false
 }
 
 type managerKey struct{ manager, operation, subresource string }

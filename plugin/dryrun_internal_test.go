@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -72,4 +73,36 @@ func TestApplyOntoTheRunsOwnWrite(t *testing.T) {
 	assert.Equal(t, map[string]string{"a": "1", "b": "2"}, got.GetLabels())
 	assert.Equal(t, answer.GetManagedFields(), got.GetManagedFields())
 	assert.Equal(t, map[string]any{"action": "ALLOW", "rules": []any{"new"}}, restored.Object["spec"], "cur is not modified")
+}
+
+// On a namespace an earlier release labelled, the shared apply co-owns a label and the old
+// per-plugin manager then lets go of it. The server answers the release against the persisted
+// object, where the old manager is the label's only owner, so its answer drops the label; the run's
+// view keeps it, as the real writes do.
+func TestComposeKeepsALabelTheSharedApplyCoOwns(t *testing.T) {
+	owning := func(manager string, keys ...string) metav1.ManagedFieldsEntry {
+		fields := `{"f:metadata":{"f:labels":{`
+		for i, k := range keys {
+			if i > 0 {
+				fields += ","
+			}
+			fields += `"f:` + k + `":{}`
+		}
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: metav1.NewFieldsV1(fields + `}}}`)}
+	}
+	labelled := func(labels map[string]string, entries ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetLabels(labels)
+		u.SetManagedFields(entries)
+		return u
+	}
+	base := labelled(map[string]string{"enforce": "baseline", "stale": "x"}, owning(FieldManager("pss"), "enforce", "stale"))
+	takeOver := labelled(map[string]string{"enforce": "baseline", "stale": "x"},
+		owning(LabelFieldManager, "enforce"), owning(FieldManager("pss"), "enforce", "stale"))
+	release := labelled(nil) // against base, the old manager owned both alone
+
+	got := compose(base, []*unstructured.Unstructured{takeOver, release})
+	assert.Equal(t, map[string]string{"enforce": "baseline"}, got.GetLabels(), "stale goes, enforce stays")
+	require.Len(t, got.GetManagedFields(), 1)
+	assert.Equal(t, LabelFieldManager, got.GetManagedFields()[0].Manager)
 }

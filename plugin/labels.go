@@ -12,8 +12,17 @@ const (
 	// the desired object, the hash changes, so the runner re-applies and server-side apply removes
 	// the field; comparing fields alone would miss removals.
 	DesiredHashAnnotation = "profile-plugins.kubeflow-ambient.io/desired-hash"
-	// FieldManagerPrefix starts every field manager the runner uses; the plugin's name follows.
+	// FieldManagerPrefix starts the field manager of each plugin's objects; the plugin's name follows.
 	FieldManagerPrefix = "profile-plugins/"
+	// LabelFieldManager applies every plugin's namespace labels, in one write per call.
+	// [LabelOwnersAnnotation] says which plugin each of its labels belongs to. Releases before it
+	// applied each plugin's labels under [FieldManager]; the first write takes those over.
+	LabelFieldManager = "profile-plugins"
+	// LabelOwnersAnnotation is written with the namespace labels by [LabelFieldManager]: a JSON
+	// object from plugin name to the sorted label keys it owns, such as
+	// {"pss":["pod-security.kubernetes.io/enforce"]}. It only attributes: a key counts as a
+	// plugin's while LabelFieldManager owns both the label and the annotation in managedFields.
+	LabelOwnersAnnotation = "profile-plugins.kubeflow-ambient.io/label-owners"
 )
 
 // FieldManager is the server-side apply field manager of the named plugin.

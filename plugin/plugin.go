@@ -85,7 +85,9 @@ type Observed struct {
 	// Labels are the namespace's labels now, from every writer.
 	Labels map[string]string
 	// LabelManagers names, for each label key, the field managers that own it (from the
-	// namespace's managedFields), so a plugin can tell its own value from another writer's.
+	// namespace's managedFields), so a plugin can tell its own value from another writer's. A
+	// label the runner owns for a plugin (under LabelFieldManager) is named by that plugin's
+	// FieldManager, as if the plugin had written it alone.
 	LabelManagers map[string][]string
 	// Objects are the objects of every plugin's Kinds in the namespace, made by anyone,
 	// status included.

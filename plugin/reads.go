@@ -175,15 +175,16 @@ func revokeNeedsPods(plugins []Plugin) bool {
 // the label requires is not observed exactly as its plugin wants it, so the label depends on
 // phase 1's writes. Only then may the pods it captures keep it (holdDataPlane).
 func dataPlaneAtRisk(plans []*planned, ns *corev1.Namespace, obs Observed) bool {
+	own := readLabelOwners(ns, pluginsOf(plans))
+	if own.err != nil {
+		return false // the label phase reports it, and writes no label
+	}
 	for _, p := range plans {
 		dp, ok := p.plugin.(DataPlane)
 		if !ok || p.failed {
 			continue // a failed plugin's labels are not written
 		}
-		owned, err := ownedLabelKeys(ns, FieldManager(p.plugin.Name()))
-		if err != nil {
-			continue // applyLabels reports it, and writes no label
-		}
+		owned := own.owned(p.plugin.Name())
 		for key, refs := range dp.DataPlaneLabels() {
 			value, set := ns.Labels[key]
 			if !owned[key] || !set {

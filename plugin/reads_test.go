@@ -194,6 +194,9 @@ func TestForeignObjectHiddenByTheCacheIsAConflict(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMesh(t, tc.foreign.DeepCopyObject().(client.Object))
+			if tc.kind == "ConfigMap" {
+				m.withPatch() // only the opt-in per-namespace patch wants a ConfigMap
+			}
 			hides := func(obj runtime.Object) bool {
 				_, policy := obj.(*istiosecurityv1.AuthorizationPolicy)
 				_, policies := obj.(*istiosecurityv1.AuthorizationPolicyList)

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -143,12 +141,7 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 
 	// Phase 0: withdraw enrolment labels that are going away or changing, before the objects
 	// they send traffic to are rewritten.
-	withdrawn := true
-	for _, p := range plans {
-		if !p.failed && !r.withdrawEnrolment(ctx, p, ns, held) {
-			withdrawn = false
-		}
-	}
+	withdrawn := r.withdrawEnrolment(ctx, plans, ns, held, res)
 	// Phase 1: objects. Policies must exist before any label enrols the namespace. When a
 	// withdrawal failed, the label still routes traffic to what the objects are now, so no existing
 	// object is rewritten (and, below, none is pruned) until a later call has withdrawn it.
@@ -158,13 +151,15 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 			r.applyObjects(ctx, p, obs, withdrawn, sofar)
 		}
 	}
-	// Phase 2: labels, each gated on the protection it requires.
+	// Phase 2: labels, each gated on the protection it requires, in one write for all plugins.
 	why := protection(plans, obs)
+	want := map[string]map[string]string{}
 	for _, p := range plans {
 		if !p.failed {
-			r.applyLabels(ctx, p, ns, decideLabels(p, ns, why, held))
+			want[p.plugin.Name()] = decideLabels(p, ns, why, held)
 		}
 	}
+	r.writeLabels(ctx, ns, plans, want, res)
 	// Phase 3: prune what plugins made earlier and want no more; protection comes down last.
 	for _, p := range plans {
 		if !p.failed && withdrawn {
@@ -202,17 +197,16 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 	}
 	held := holdDataPlane(r.Plugins, ns, obs)
 	leaving := ns.DeletionTimestamp != nil || controlledBy(ns, profile)
-	labelsFailed := false
+	plans := make([]*planned, len(r.Plugins))
+	want := map[string]map[string]string{}
 	for i, p := range r.Plugins {
-		pl := &planned{plugin: p, res: &res.Plugins[i]}
-		if !r.applyLabels(ctx, pl, ns, held.labelsOf(p.Name())) {
-			labelsFailed = true
-		}
+		plans[i] = &planned{plugin: p, res: &res.Plugins[i]}
+		want[p.Name()] = held.labelsOf(p.Name())
 		if !leaving {
-			pl.res.Waiting = append(pl.res.Waiting, held.waiting(p.Name())...)
+			plans[i].res.Waiting = append(plans[i].res.Waiting, held.waiting(p.Name())...)
 		}
 	}
-	if labelsFailed {
+	if !r.writeLabels(ctx, ns, plans, want, res) {
 		// A label that could not be taken off may still route traffic to, or enrol pods behind,
 		// the objects: they stay until the next Revoke has taken the labels off.
 		return res
@@ -660,33 +654,24 @@ func managedBy(labels map[string]string) string {
 	return labels[ManagedByLabel]
 }
 
-// withdrawEnrolment removes the plugin's enrolment labels whose value is about to change or
-// which it no longer wants, keeping every other label it owns as it is.
-// It reports false when a withdrawal failed: the label then still routes traffic.
-func (r *Runner) withdrawEnrolment(ctx context.Context, p *planned, ns *corev1.Namespace, held holds) bool {
-	if len(p.desired.Enrolment) == 0 {
-		return true
+// withdrawEnrolment takes off, in one label write before any object changes, every enrolment
+// label a plugin owns whose value is about to change or which it no longer wants, keeping every
+// other label as it is. It reports false when that write failed: the labels then still route traffic.
+func (r *Runner) withdrawEnrolment(ctx context.Context, plans []*planned, ns *corev1.Namespace, held holds, res *Result) bool {
+	own := readLabelOwners(ns, pluginsOf(plans))
+	if own.err != nil {
+		return true // the label phase reports it, and writes no label
 	}
-	owned, err := ownedLabelKeys(ns, FieldManager(p.plugin.Name()))
-	if err != nil {
-		return true // applyLabels reports it, and writes no label
-	}
-	keep := map[string]string{}
-	withdraw := false
-	for k := range owned {
-		keep[k] = ns.Labels[k]
-	}
-	for _, k := range p.desired.Enrolment {
-		want, wanted := p.desired.Labels[k]
-		if owned[k] && (!wanted || want != ns.Labels[k]) && !held.holds(p.plugin.Name(), k) {
-			delete(keep, k)
-			withdraw = true
+	want := map[string]map[string]string{}
+	for _, p := range plans {
+		if keep, withdraw := withdrawal(p, ns, own, held); withdraw {
+			want[p.plugin.Name()] = keep
 		}
 	}
-	if !withdraw {
+	if len(want) == 0 {
 		return true
 	}
-	if !r.applyLabels(ctx, p, ns, keep) {
+	if !r.writeLabels(ctx, ns, plans, want, res) {
 		return false
 	}
 	// Later phases compare against the namespace as it is now. A cache may still show the
@@ -697,42 +682,29 @@ func (r *Runner) withdrawEnrolment(ctx context.Context, p *planned, ns *corev1.N
 	return true
 }
 
-// applyLabels makes the plugin's field manager own exactly labels on the namespace, and writes
-// only when that differs from what it owns now. It reports whether the labels are as asked.
-func (r *Runner) applyLabels(ctx context.Context, p *planned, ns *corev1.Namespace, labels map[string]string) bool {
-	manager := FieldManager(p.plugin.Name())
-	owned, err := ownedLabelKeys(ns, manager)
-	if err != nil {
-		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: namespace %s: %w", p.plugin.Name(), ns.Name, err))
-		return false
+// withdrawal is the labels the plugin keeps while its enrolment labels that change or go are
+// withdrawn, and whether there is any to withdraw. A shared label no plugin is named for counts as
+// the plugin's own when it is one of the plugin's enrolment keys.
+func withdrawal(p *planned, ns *corev1.Namespace, own labelOwners, held holds) (map[string]string, bool) {
+	if p.failed || len(p.desired.Enrolment) == 0 {
+		return nil, false
 	}
-	var set, removed []string
-	for k, v := range labels {
-		if cur, ok := ns.Labels[k]; !ok || cur != v || !owned[k] {
-			set = append(set, k)
-		}
-	}
+	owned := own.owned(p.plugin.Name())
+	keep := map[string]string{}
 	for k := range owned {
-		if _, keep := labels[k]; !keep {
-			removed = append(removed, k)
+		if v, ok := ns.Labels[k]; ok {
+			keep[k] = v
 		}
 	}
-	if len(set) == 0 && len(removed) == 0 {
-		return true
+	withdraw := false
+	for _, k := range p.desired.Enrolment {
+		want, wanted := p.desired.Labels[k]
+		if (owned[k] || own.unattributed[k]) && (!wanted || want != ns.Labels[k]) && !held.holds(p.plugin.Name(), k) {
+			delete(keep, k)
+			withdraw = true
+		}
 	}
-	sort.Strings(set)
-	sort.Strings(removed)
-	wctx, warnings := collectWarnings(ctx)
-	err = r.Client.Apply(wctx, corev1ac.Namespace(ns.Name).WithLabels(labels),
-		client.FieldOwner(manager), client.ForceOwnership)
-	p.res.Warnings = append(p.res.Warnings, warnings()...)
-	if err != nil {
-		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: applying labels of namespace %s: %w", p.plugin.Name(), ns.Name, err))
-		return false
-	}
-	p.res.LabelsSet = append(p.res.LabelsSet, set...)
-	p.res.LabelsRemoved = append(p.res.LabelsRemoved, removed...)
-	return true
+	return keep, withdraw
 }
 
 // prune deletes the plugin's observed objects that it no longer wants, except those that a held

@@ -147,7 +147,7 @@ type holds struct {
 	protected map[Ref][]string
 }
 
-// holdDataPlane finds, for each DataPlane plugin, the data-plane labels its field manager owns on
+// holdDataPlane finds, for each DataPlane plugin, the data-plane labels it owns on
 // ns that capture running pods, and, for each PodProtector, the objects running pods depend on.
 func holdDataPlane(plugins []Plugin, ns *corev1.Namespace, obs Observed) holds {
 	pods := obs.Pods
@@ -164,15 +164,16 @@ func holdDataPlane(plugins []Plugin, ns *corev1.Namespace, obs Observed) holds {
 			}
 		}
 	}
+	own := readLabelOwners(ns, plugins)
+	if own.err != nil {
+		return h // the label phase reports it and writes no label
+	}
 	for _, p := range plugins {
 		dp, ok := p.(DataPlane)
 		if !ok {
 			continue
 		}
-		owned, err := ownedLabelKeys(ns, FieldManager(p.Name()))
-		if err != nil {
-			continue // applyLabels reports it and writes nothing
-		}
+		owned := own.owned(p.Name())
 		for key, refs := range dp.DataPlaneLabels() {
 			value, set := ns.Labels[key]
 			if !owned[key] || !set {

@@ -13,7 +13,8 @@ import (
 // the plugin lets go of the label the other writer's claim keeps it on the namespace. A writer the
 // plugin's own warnings already name (pss reports a stricter level it keeps) is not repeated.
 func warnSecondWriters(plans []*planned, obs Observed) {
-	ours := map[string]bool{}
+	// LabelFieldManager is named here only for a label it owns for no plugin, which it releases.
+	ours := map[string]bool{LabelFieldManager: true}
 	for _, p := range plans {
 		ours[FieldManager(p.plugin.Name())] = true
 	}

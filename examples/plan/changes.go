@@ -192,7 +192,7 @@ func secondWriters(res *plugin.Result, labels []LabelChange) []Finding {
 func foreignManagers(u *unstructured.Unstructured, key string) []string {
 	var out []string
 	for _, e := range u.GetManagedFields() {
-		if e.Subresource != "" || e.FieldsV1 == nil || strings.HasPrefix(e.Manager, plugin.FieldManagerPrefix) {
+		if e.Subresource != "" || e.FieldsV1 == nil || e.Manager == plugin.LabelFieldManager || strings.HasPrefix(e.Manager, plugin.FieldManagerPrefix) {
 			continue
 		}
 		if strings.Contains(e.FieldsV1.GetRawString(), `"f:`+key+`"`) && !slices.Contains(out, e.Manager) {

@@ -198,12 +198,13 @@ func (w *world) applyGitops() {
 	w.sanctionBeforeFirstRun()
 }
 
-// sanctionBeforeFirstRun: until the pss plugin has written any Pod Security label, whatever level
-// the namespace has is the one it had before the runner first ran, which preflight hold may keep.
+// sanctionBeforeFirstRun: until the pss plugin (the runner's only writer of Pod Security labels)
+// has written any of them, whatever level the namespace has is the one it had before the runner
+// first ran, which preflight hold may keep.
 func (w *world) sanctionBeforeFirstRun() {
 	s := w.snap()
 	for key, owners := range s.labelOwners {
-		if strings.HasPrefix(key, "pod-security.kubernetes.io/") && slices.Contains(owners, "profile-plugins/pss") {
+		if strings.HasPrefix(key, "pod-security.kubernetes.io/") && slices.ContainsFunc(owners, isRunnerManager) {
 			return
 		}
 	}

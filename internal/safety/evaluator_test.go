@@ -131,13 +131,10 @@ func labelOwners(entries []metav1.ManagedFieldsEntry) map[string][]string {
 
 // runnerOwns: one of the runner's field managers owns the label.
 func (s snapshot) runnerOwns(key string) bool {
-	for _, m := range s.labelOwners[key] {
-		if strings.HasPrefix(m, runnerManagers) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.labelOwners[key], isRunnerManager)
 }
+
+func isRunnerManager(m string) bool { return m == labelManager || strings.HasPrefix(m, runnerManagers) }
 
 // onlyRunnerOwns: the runner's field managers are the label's only owners.
 func (s snapshot) onlyRunnerOwns(key string) bool {
@@ -145,12 +142,7 @@ func (s snapshot) onlyRunnerOwns(key string) bool {
 	if len(owners) == 0 {
 		return false
 	}
-	for _, m := range owners {
-		if !strings.HasPrefix(m, runnerManagers) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(owners, func(m string) bool { return !isRunnerManager(m) })
 }
 
 func isManaged(labels map[string]string) bool { return labels[labelManagedBy] == managedByValue }

@@ -51,7 +51,8 @@ const (
 	labelManagedBy   = "app.kubernetes.io/managed-by"
 	labelPlugin      = "profile-plugins.kubeflow-ambient.io/plugin"
 	managedByValue   = "profile-plugins"
-	runnerManagers   = "profile-plugins/" // every field manager of the runner starts with it
+	runnerManagers   = "profile-plugins/" // every per-plugin field manager of the runner starts with it
+	labelManager     = "profile-plugins"  // the runner's one field manager of namespace labels
 	sidecarName      = "istio-proxy"
 
 	// Foreign writers, each with its own field manager.
