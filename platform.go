@@ -190,29 +190,33 @@ func readTrusted(ctx context.Context, r client.Reader, cfg *config.Config) ([]tr
 	var out []trustedPrincipal
 	for i := range cfg.Authorization.PlatformCallers {
 		caller := &cfg.Authorization.PlatformCallers[i]
-		t, err := readPrincipal(ctx, r, fmt.Sprintf("authorization.platformCallers[%d].principal", i), caller.Principal)
+		t, err := readPrincipal(ctx, r, "platform caller "+caller.Name, fmt.Sprintf("authorization.platformCallers[%d].principal", i), caller.Principal)
 		if err != nil {
-			return nil, fmt.Errorf("platform caller %s (%s): %w", caller.Name, t.path, err)
+			return nil, err
 		}
 		t.caller = caller
 		out = append(out, t)
 	}
-	t, err := readPrincipal(ctx, r, "authorization.principals.ingressGateway", cfg.Authorization.Principals.IngressGateway)
+	t, err := readPrincipal(ctx, r, "ingress gateway", "authorization.principals.ingressGateway", cfg.Authorization.Principals.IngressGateway)
 	if err != nil {
-		return nil, fmt.Errorf("ingress gateway (%s): %w", t.path, err)
+		return nil, err
 	}
 	return append(out, t), nil
 }
 
-func readPrincipal(ctx context.Context, r client.Reader, path, principal string) (trustedPrincipal, error) {
+// readPrincipal reads the namespace and pods of principal; a malformed principal is an error
+// that names path, a read error is wrapped with who names the principal.
+func readPrincipal(ctx context.Context, r client.Reader, who, path, principal string) (trustedPrincipal, error) {
 	t := trustedPrincipal{path: path, principal: principal}
 	namespace, sa, err := principalParts(path, principal)
 	if err != nil {
 		return t, err
 	}
 	t.namespace, t.sa = namespace, sa
-	t.ns, t.pods, err = serviceAccountPods(ctx, r, namespace, sa)
-	return t, err
+	if t.ns, t.pods, err = serviceAccountPods(ctx, r, namespace, sa); err != nil {
+		return t, fmt.Errorf("%s (%s): %w", who, path, err)
+	}
+	return t, nil
 }
 
 // judgeTrusted gives the findings about one caller's or the ingress gateway's own pods.
