@@ -32,18 +32,33 @@ const (
 	FindingIngressGatewayMissing FindingKind = "IngressGatewayMissing"
 	// FindingWaypointCannotStart: istiod cannot make waypoint pods that the cluster admits.
 	FindingWaypointCannotStart FindingKind = "WaypointCannotStart"
+	// FindingWaypointCannotStartIfRestricted is the lower-severity form of WaypointCannotStart:
+	// the configured enforce level admits the waypoint's pods, but a namespace whose Profile
+	// chooses "restricted" (always allowed) would refuse them and wait forever.
+	FindingWaypointCannotStartIfRestricted FindingKind = "WaypointCannotStartIfRestricted"
+	// FindingTrustedNamespaceUserControlled: the namespace of a principal every user namespace
+	// trusts (a platform caller, the ingress gateway, an L4 exception) is a user's: a Profile
+	// controls it, it carries the owner annotation of one, or the plugins have labelled it.
+	FindingTrustedNamespaceUserControlled FindingKind = "TrustedNamespaceUserControlled"
+	// FindingIPBlockCoversForwarder: an L4 exception's ipBlocks entry holds a pod IP of the
+	// ingress gateway or of an onBehalfOfUser platform caller, which then reaches user pods
+	// without the user-id check.
+	FindingIPBlockCoversForwarder FindingKind = "IPBlockCoversForwarder"
 )
 
 // FindingKinds returns every kind, so that a metric can report zero for the absent ones.
 func FindingKinds() []FindingKind {
 	return []FindingKind{FindingDataPlaneMismatch, FindingCallerNotInMesh, FindingCallerNamespaceMissing,
-		FindingIngressGatewayMissing, FindingWaypointCannotStart}
+		FindingIngressGatewayMissing, FindingWaypointCannotStart, FindingWaypointCannotStartIfRestricted,
+		FindingTrustedNamespaceUserControlled, FindingIPBlockCoversForwarder}
 }
 
-// What names the ingress gateway and the waypoint in a PlatformFinding (callers go by their name).
+// What names the ingress gateway, the waypoint and an L4 exception in a PlatformFinding
+// (callers go by their name).
 const (
 	WhatIngressGateway = "ingress-gateway"
 	WhatWaypoint       = "waypoint"
+	WhatL4Exception    = "l4-exception"
 )
 
 // PlatformFinding is one thing about the platform that breaks user namespaces, and its fix.
@@ -97,36 +112,44 @@ func (r PlatformReport) String() string {
 }
 
 // CheckPlatform reads the cluster through r and reports what keeps the plugins' output from
-// working, in the namespaces around the user namespaces:
+// working, or from keeping user namespaces private, in the namespaces around them:
 //
 //   - each platform caller (authorization.platformCallers) whose pods run on another data plane
-//     than its dataPlane says, or on none, or whose namespace does not exist (not in mode none);
-//   - an ingress gateway principal that no pod runs as (not in mode none);
-//   - in ambient mode, waypoint pods that Pod Security or istiod would refuse.
+//     than its dataPlane says, or on none, or whose namespace does not exist;
+//   - an ingress gateway principal that no pod runs as;
+//   - the namespace of a platform caller, of the ingress gateway or of an L4 exception (by
+//     namespace, principal or service account) that is a user's: a Profile controls it, it has the
+//     Profile's "owner" annotation (when namespaces.ownership accepts that), or the plugins have
+//     written its labels. The runner refuses such a Profile (the namespace is reserved), but the
+//     Profile's owner keeps the namespace and can run pods as the trusted principal;
+//   - in ambient mode, an L4 exception's ipBlocks entry that holds a pod IP of the ingress gateway
+//     or of an onBehalfOfUser caller, and waypoint pods that Pod Security or istiod would refuse
+//     (under the configured enforce level, or under "restricted", which any Profile may choose).
 //
-// It only reads, and only in those namespaces: a Get of each Namespace, and Lists of Pods (with
-// the field selector spec.serviceAccountName) and of ConfigMaps (with the class-defaults label).
-// r should read the API server directly (a manager's APIReader): a cache would need an index
-// on spec.serviceAccountName and would hold every Pod of the cluster.
+// Nothing is checked in mode none. It only reads, and only in those namespaces: a Get of each
+// Namespace, and Lists of Pods (with the field selector spec.serviceAccountName) and of ConfigMaps
+// (with the class-defaults label). r should read the API server directly (a manager's
+// APIReader): a cache would need an index on spec.serviceAccountName and would hold every Pod of
+// the cluster.
 func CheckPlatform(ctx context.Context, r client.Reader, cfg *config.Config) (PlatformReport, error) {
 	var report PlatformReport
 	if cfg.Mesh.Mode == config.ModeNone {
 		return report, nil
 	}
-	for i, caller := range cfg.Authorization.PlatformCallers {
-		path := fmt.Sprintf("authorization.platformCallers[%d].principal", i)
-		fs, err := checkCaller(ctx, r, cfg.Mesh.Mode, caller, path)
-		if err != nil {
-			return report, err
-		}
-		report.Findings = append(report.Findings, fs...)
-	}
-	f, err := checkIngressGateway(ctx, r, cfg.Authorization.Principals.IngressGateway)
+	trusted, err := readTrusted(ctx, r, cfg)
 	if err != nil {
 		return report, err
 	}
-	report.Findings = append(report.Findings, f...)
+	for _, s := range trusted {
+		report.Findings = append(report.Findings, judgeTrusted(cfg.Mesh.Mode, s)...)
+	}
+	exceptions, err := readExceptionNamespaces(ctx, r, cfg.Authorization.L4Exceptions)
+	if err != nil {
+		return report, err
+	}
+	report.Findings = append(report.Findings, userControlled(cfg.Namespaces.Ownership, trusted, exceptions)...)
 	if cfg.Mesh.Mode == config.ModeAmbient {
+		report.Findings = append(report.Findings, ipBlocksCoveringForwarders(cfg.Authorization.L4Exceptions, trusted)...)
 		f, err := checkWaypoint(ctx, r, cfg)
 		if err != nil {
 			return report, err
@@ -134,6 +157,88 @@ func CheckPlatform(ctx context.Context, r client.Reader, cfg *config.Config) (Pl
 		report.Findings = append(report.Findings, f...)
 	}
 	return report, nil
+}
+
+// trustedPrincipal is a principal every user namespace admits (a platform caller or the ingress
+// gateway), with what the cluster has of it.
+type trustedPrincipal struct {
+	// caller is nil for the ingress gateway.
+	caller    *config.PlatformCaller
+	path      string // the field path of the principal
+	principal string
+	namespace string
+	sa        string
+	// ns is nil when the namespace does not exist; pods are the live ones running as sa.
+	ns   *corev1.Namespace
+	pods []corev1.Pod
+}
+
+// what names the principal in a finding.
+func (t trustedPrincipal) what() string {
+	if t.caller == nil {
+		return WhatIngressGateway
+	}
+	return t.caller.Name
+}
+
+// forwardsForUsers says whether the principal sends requests on behalf of any user, which the
+// policies admit only with the user-id header, checked at the waypoint.
+func (t trustedPrincipal) forwardsForUsers() bool { return t.caller == nil || t.caller.OnBehalfOfUser }
+
+// readTrusted reads every platform caller's and then the ingress gateway's namespace and pods.
+func readTrusted(ctx context.Context, r client.Reader, cfg *config.Config) ([]trustedPrincipal, error) {
+	var out []trustedPrincipal
+	for i := range cfg.Authorization.PlatformCallers {
+		caller := &cfg.Authorization.PlatformCallers[i]
+		t, err := readPrincipal(ctx, r, "platform caller "+caller.Name, fmt.Sprintf("authorization.platformCallers[%d].principal", i), caller.Principal)
+		if err != nil {
+			return nil, err
+		}
+		t.caller = caller
+		out = append(out, t)
+	}
+	t, err := readPrincipal(ctx, r, "ingress gateway", "authorization.principals.ingressGateway", cfg.Authorization.Principals.IngressGateway)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, t), nil
+}
+
+// readPrincipal reads the namespace and pods of principal; a malformed principal is an error
+// that names path, a read error is wrapped with who names the principal.
+func readPrincipal(ctx context.Context, r client.Reader, who, path, principal string) (trustedPrincipal, error) {
+	t := trustedPrincipal{path: path, principal: principal}
+	namespace, sa, err := principalParts(path, principal)
+	if err != nil {
+		return t, err
+	}
+	t.namespace, t.sa = namespace, sa
+	if t.ns, t.pods, err = serviceAccountPods(ctx, r, namespace, sa); err != nil {
+		return t, fmt.Errorf("%s (%s): %w", who, path, err)
+	}
+	return t, nil
+}
+
+// judgeTrusted gives the findings about one caller's or the ingress gateway's own pods.
+func judgeTrusted(mode config.MeshMode, t trustedPrincipal) []PlatformFinding {
+	if t.caller == nil {
+		return judgeIngressGateway(t)
+	}
+	base := PlatformFinding{What: t.caller.Name, Namespace: t.namespace, Principal: t.principal}
+	if t.ns == nil {
+		f := base
+		f.Kind = FindingCallerNamespaceMissing
+		f.Problem = fmt.Sprintf("namespace %s does not exist: the caller is not installed, or its principal names the wrong namespace, so the owner policy's rule for it never matches", t.namespace)
+		f.Fix = fmt.Sprintf("correct %s, or remove the caller from authorization.platformCallers if it is not installed", t.path)
+		return []PlatformFinding{f}
+	}
+	var out []PlatformFinding
+	for _, o := range observePlanes(t.ns, t.pods, t.sa) {
+		if f, ok := judgeCaller(base, mode, *t.caller, o); ok {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // dataPlane is what the cluster runs for a pod or, without pods, what a namespace's labels ask for.
@@ -202,32 +307,6 @@ func serviceAccountPods(ctx context.Context, r client.Reader, namespace, sa stri
 	return ns, live, nil
 }
 
-func checkCaller(ctx context.Context, r client.Reader, mode config.MeshMode, caller config.PlatformCaller, path string) ([]PlatformFinding, error) {
-	namespace, sa, err := principalParts(path, caller.Principal)
-	if err != nil {
-		return nil, err
-	}
-	ns, pods, err := serviceAccountPods(ctx, r, namespace, sa)
-	if err != nil {
-		return nil, fmt.Errorf("platform caller %s (%s): %w", caller.Name, path, err)
-	}
-	base := PlatformFinding{What: caller.Name, Namespace: namespace, Principal: caller.Principal}
-	if ns == nil {
-		f := base
-		f.Kind = FindingCallerNamespaceMissing
-		f.Problem = fmt.Sprintf("namespace %s does not exist: the caller is not installed, or its principal names the wrong namespace, so the owner policy's rule for it never matches", namespace)
-		f.Fix = fmt.Sprintf("correct %s, or remove the caller from authorization.platformCallers if it is not installed", path)
-		return []PlatformFinding{f}, nil
-	}
-	var out []PlatformFinding
-	for _, o := range observePlanes(ns, pods, sa) {
-		if f, ok := judgeCaller(base, mode, caller, o); ok {
-			out = append(out, f)
-		}
-	}
-	return out, nil
-}
-
 // observation is one data plane a caller runs on, and where that was seen.
 type observation struct {
 	plane dataPlane
@@ -290,28 +369,19 @@ func judgeCaller(f PlatformFinding, mode config.MeshMode, caller config.Platform
 	return f, true
 }
 
-func checkIngressGateway(ctx context.Context, r client.Reader, principal string) ([]PlatformFinding, error) {
-	const path = "authorization.principals.ingressGateway"
-	namespace, sa, err := principalParts(path, principal)
-	if err != nil {
-		return nil, err
+func judgeIngressGateway(t trustedPrincipal) []PlatformFinding {
+	if t.ns != nil && len(t.pods) > 0 {
+		return nil
 	}
-	ns, pods, err := serviceAccountPods(ctx, r, namespace, sa)
-	if err != nil {
-		return nil, fmt.Errorf("ingress gateway (%s): %w", path, err)
-	}
-	if ns != nil && len(pods) > 0 {
-		return nil, nil
-	}
-	problem := fmt.Sprintf("namespace %s does not exist", namespace)
-	if ns != nil {
-		problem = fmt.Sprintf("no pod in namespace %s runs as ServiceAccount %s", namespace, sa)
+	problem := fmt.Sprintf("namespace %s does not exist", t.namespace)
+	if t.ns != nil {
+		problem = fmt.Sprintf("no pod in namespace %s runs as ServiceAccount %s", t.namespace, t.sa)
 	}
 	return []PlatformFinding{{
-		Kind: FindingIngressGatewayMissing, What: WhatIngressGateway, Namespace: namespace, Principal: principal,
+		Kind: FindingIngressGatewayMissing, What: WhatIngressGateway, Namespace: t.namespace, Principal: t.principal,
 		Problem: problem + ": the owner policy admits users only through this principal, so no user reaches their namespace",
-		Fix:     fmt.Sprintf("set %s to the principal of the ingress gateway's pods (their namespace and ServiceAccount)", path),
-	}}, nil
+		Fix:     fmt.Sprintf("set %s to the principal of the ingress gateway's pods (their namespace and ServiceAccount)", t.path),
+	}}
 }
 
 // supportedOverlays are the keys istiod accepts in a class-defaults ConfigMap; any other key
@@ -341,23 +411,27 @@ func checkWaypoint(ctx context.Context, r client.Reader, cfg *config.Config) ([]
 			return []PlatformFinding{f}, nil
 		}
 	}
-	if cfg.PodSecurity.Enforce.Level != psaapi.LevelRestricted || ptr.Deref(cfg.Mesh.Waypoint.SeccompPatch, false) {
+	if ptr.Deref(cfg.Mesh.Waypoint.SeccompPatch, false) || waypoint.SetsSeccompDefault(defaults) {
 		return nil, nil
 	}
-	if waypoint.SetsSeccompDefault(defaults) {
-		return nil, nil
-	}
-	f := base
-	switch {
-	case defaults == nil:
-		f.Problem = fmt.Sprintf("enforce is restricted, mesh.waypoint.seccompPatch is off, and no ConfigMap in namespace %s is labelled %s=%s",
-			namespace, waypoint.ClassDefaultsLabel, class)
-	default:
-		f.Problem = "enforce is restricted, mesh.waypoint.seccompPatch is off, and the class defaults (the oldest labelled ConfigMap, the one istiod applies) " +
+	missing := fmt.Sprintf("mesh.waypoint.seccompPatch is off, and no ConfigMap in namespace %s is labelled %s=%s",
+		namespace, waypoint.ClassDefaultsLabel, class)
+	if defaults != nil {
+		missing = "mesh.waypoint.seccompPatch is off, and the class defaults (the oldest labelled ConfigMap, the one istiod applies) " +
 			"set no pod seccompProfile that restricted admits (or their deployment key does not parse)"
 	}
-	f.Problem += ": Pod Security rejects the waypoint's pods, so it is never Programmed and every user namespace waits for it forever"
+	f := base
 	f.Fix = fmt.Sprintf("apply the class-defaults ConfigMap that `render -cluster` emits into namespace %s, or set mesh.waypoint.seccompPatch: true", namespace)
+	if level := cfg.PodSecurity.Enforce.Level; level != psaapi.LevelRestricted {
+		// A Profile may always choose a stricter enforce level (pss), and a stricter level another
+		// writer set is kept, so some namespace may be restricted whatever the configured level.
+		f.Kind = FindingWaypointCannotStartIfRestricted
+		f.Problem = fmt.Sprintf("enforce is %s, but any Profile may choose restricted (and a stricter enforce label set by another writer is kept), and %s: "+
+			"in each such namespace Pod Security rejects the waypoint's pods, so it is never Programmed and the namespace waits for it forever", level, missing)
+		return []PlatformFinding{f}, nil
+	}
+	f.Problem = "enforce is restricted, " + missing +
+		": Pod Security rejects the waypoint's pods, so it is never Programmed and every user namespace waits for it forever"
 	return []PlatformFinding{f}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
 // The kubeflow namespace still runs sidecars, as in most installs, while the default
@@ -22,6 +23,14 @@ func ExampleCheckPlatform() {
 		}
 	}
 	sidecar := map[string]string{"sidecar.istio.io/status": "{}"}
+	cfg := plugins.DefaultConfig()
+	// The waypoint class defaults an admin applied once (`render -cluster`); without them the
+	// check would also say that Profiles choosing enforce restricted would wait forever.
+	classDefaults, err := waypoint.ClassDefaults(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	reader := fake.NewClientBuilder().
 		// The API server selects pods by spec.serviceAccountName; the fake client needs an index.
 		WithIndex(&corev1.Pod{}, "spec.serviceAccountName", func(o client.Object) []string {
@@ -32,9 +41,10 @@ func ExampleCheckPlatform() {
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}},
 			pod("istio-system", "istio-ingressgateway-1", "istio-ingressgateway-service-account", nil),
 			pod("kubeflow", "ml-pipeline-ui-1", "ml-pipeline-ui", sidecar),
+			classDefaults,
 		).Build()
 
-	report, err := plugins.CheckPlatform(context.Background(), reader, plugins.DefaultConfig())
+	report, err := plugins.CheckPlatform(context.Background(), reader, cfg)
 	if err != nil {
 		fmt.Println(err)
 		return

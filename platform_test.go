@@ -155,6 +155,10 @@ func TestCheckPlatformWaypointSeccomp(t *testing.T) {
 	ctx := context.Background()
 	cfg := config.Default()
 	fixture.Platform(t, c, cfg)
+	fixtureDefaults, err := waypoint.ClassDefaults(cfg)
+	require.NoError(t, err)
+	require.NoError(t, c.Delete(ctx, fixtureDefaults), "the admin has not applied the class defaults")
+	t.Cleanup(func() { fixture.Platform(t, c, cfg) })
 	cfg.PodSecurity.Enforce.Level = "restricted"
 	cfg.Mesh.Waypoint.SeccompPatch = ptr.To(true)
 	assert.Empty(t, check(t, env, cfg), "the per-namespace seccomp patch (the opt-in) makes the waypoint admissible")
@@ -165,9 +169,16 @@ func TestCheckPlatformWaypointSeccomp(t *testing.T) {
 			"Pod Security rejects the waypoint's pods, so it is never Programmed and every user namespace waits for it forever",
 		Fix: "apply the class-defaults ConfigMap that `render -cluster` emits into namespace istio-system, or set mesh.waypoint.seccompPatch: true"}
 	assert.Equal(t, []plugins.PlatformFinding{cannotStart}, check(t, env, cfg))
+	// Under baseline the configured level admits the waypoint, but any Profile may choose
+	// restricted: the lower-severity kind says those namespaces would wait forever.
 	baseline := *cfg
 	baseline.PodSecurity.Enforce.Level = "baseline"
-	assert.Empty(t, check(t, env, &baseline), "baseline admits a pod without a seccomp profile")
+	ifRestricted := cannotStart
+	ifRestricted.Kind = plugins.FindingWaypointCannotStartIfRestricted
+	ifRestricted.Problem = "enforce is baseline, but any Profile may choose restricted (and a stricter enforce label set by another writer is kept), " +
+		"and mesh.waypoint.seccompPatch is off, and no ConfigMap in namespace istio-system is labelled gateway.istio.io/defaults-for-class=istio-waypoint: " +
+		"in each such namespace Pod Security rejects the waypoint's pods, so it is never Programmed and the namespace waits for it forever"
+	assert.Equal(t, []plugins.PlatformFinding{ifRestricted}, check(t, env, &baseline))
 
 	// Class defaults in the root namespace would not help: istiod reads only its own namespace.
 	cfg.Mesh.IstiodNamespace = "istiod-elsewhere"
@@ -257,5 +268,5 @@ func TestPlatformReportString(t *testing.T) {
 	r := plugins.PlatformReport{Findings: []plugins.PlatformFinding{{Kind: plugins.FindingWaypointCannotStart, What: "waypoint",
 		Namespace: "istio-system", ConfigMap: "defaults", Problem: "p", Fix: "f"}}}
 	assert.Equal(t, "platform check: 1 finding(s)\n  WaypointCannotStart: waypoint (namespace istio-system, ConfigMap defaults): p; fix: f", r.String())
-	assert.Len(t, plugins.FindingKinds(), 5)
+	assert.Len(t, plugins.FindingKinds(), 8)
 }

@@ -1,6 +1,8 @@
 package profileplugins
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,10 +43,14 @@ func DefaultConfig() *Config { return config.Default() }
 // Gateway API v1) to s. It does not add a Profile type: the profiles controller has its own.
 func AddToScheme(s *runtime.Scheme) error { return plugin.AddToScheme(s) }
 
-// New returns every plugin for a validated cfg, in the order the runner must run them: access
-// policies first, then the mesh (whose enrolment labels wait for the ztunnel policy the access
-// plugin writes), then Pod Security.
+// New returns every plugin for cfg, in the order the runner must run them: access policies first,
+// then the mesh (whose enrolment labels wait for the ztunnel policy the access plugin writes),
+// then Pod Security. It returns cfg.Validate()'s error first: a Go caller that changed a loaded
+// configuration (a mode, an L4 exception) must not get plugins for one validation refuses.
 func New(cfg *Config) ([]plugin.Plugin, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("profile-plugins configuration: %w", err)
+	}
 	podSecurity, err := pss.New(cfg)
 	if err != nil {
 		return nil, err
@@ -54,7 +60,8 @@ func New(cfg *Config) ([]plugin.Plugin, error) {
 
 // NewRunner returns a runner of the full plugin set for cfg that writes through c and reads
 // through c as well (set Runner.Reader to read through a cache). Its namespace policy follows
-// cfg.Namespaces and refuses every namespace in cfg.ReservedNamespaces().
+// cfg.Namespaces and refuses every namespace in cfg.ReservedNamespaces(). Like [New], it refuses
+// a cfg that does not validate.
 func NewRunner(c client.Client, cfg *Config) (*Runner, error) {
 	ps, err := New(cfg)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/go-logr/logr"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -72,6 +73,7 @@ func run(configPath, metricsAddr, probeAddr string, leaderElect bool, leaderID s
 		}
 		cfg = c
 	}
+	logConfigWarnings(ctrl.Log.WithName("setup"), cfg)
 	// PodSecurity and other API warnings reach each Result, and controller-runtime's log.
 	restCfg := plugin.WithWarnings(ctrl.GetConfigOrDie())
 
@@ -106,6 +108,14 @@ func run(configPath, metricsAddr, probeAddr string, leaderElect bool, leaderID s
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// logConfigWarnings logs, one line each, what the configuration allows but the admin should know
+// (a very wide ipBlocks range): validation accepted it, so this is the only place it is said.
+func logConfigWarnings(logger logr.Logger, cfg *config.Config) {
+	for _, w := range cfg.Warnings() {
+		logger.Info("configuration warning", "warning", w)
+	}
 }
 
 // newScheme registers what the plugins write and the Profile this controller watches.

@@ -167,12 +167,24 @@ func setupPlatformCheck(mgr ctrl.Manager, check *PlatformCheck) error {
 		Complete(check)
 }
 
-// platformNamespaces are the namespaces CheckPlatform reads.
+// platformNamespaces are the namespaces CheckPlatform reads: istiod's, the ingress gateway's,
+// every platform caller's and every L4 exception's (by namespace, principal or service account).
 func platformNamespaces(cfg *config.Config) sets.Set[string] {
 	out := sets.New(cfg.Mesh.IstiodNamespace, principalNamespace(cfg.Authorization.Principals.IngressGateway))
 	for _, c := range cfg.Authorization.PlatformCallers {
 		out.Insert(principalNamespace(c.Principal))
 	}
+	for _, e := range cfg.Authorization.L4Exceptions {
+		out.Insert(e.Namespaces...)
+		for _, p := range e.Principals {
+			out.Insert(principalNamespace(p))
+		}
+		for _, sa := range e.ServiceAccounts {
+			ns, _, _ := strings.Cut(sa, "/")
+			out.Insert(ns)
+		}
+	}
+	out.Delete("")
 	return out
 }
 

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -92,7 +93,9 @@ func TestPlatformCheckReports(t *testing.T) {
 	cfg.PodSecurity.Enforce.Level = "restricted"
 	cfg.Mesh.Waypoint.SeccompPatch = ptr.To(false)
 	fixture.Platform(t, c, cfg)
-	fixture.Ensure(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pc-istiod"}})
+	classDefaults, err := waypoint.ClassDefaults(cfg)
+	require.NoError(t, err)
+	require.NoError(t, c.Delete(ctx, classDefaults), "the admin has not applied the class defaults yet")
 	fixture.Label(t, c, "pc-kubeflow", map[string]*string{"istio.io/dataplane-mode": nil, "istio-injection": ptr.To("enabled")})
 	require.NoError(t, c.Delete(ctx, fixture.MeshPod("pc-kubeflow", "culler-0", "culler", nil)))
 	fixture.Ensure(t, c, fixture.MeshPod("pc-kubeflow", "culler-1", "culler", fixture.SidecarPod))
@@ -133,4 +136,13 @@ func TestPlatformCheckReports(t *testing.T) {
 	require.NoError(t, c.Delete(ctx, fixture.MeshPod("pc-kubeflow", "culler-1", "culler", nil)))
 	fixture.Label(t, c, "pc-kubeflow", map[string]*string{"istio.io/dataplane-mode": ptr.To("ambient"), "istio-injection": nil})
 	require.Eventually(t, func() bool { return !kind(plugins.FindingDataPlaneMismatch)() }, 20*time.Second, 100*time.Millisecond)
+}
+
+// The check re-runs when any namespace it reads changes, the L4 exceptions' included.
+func TestPlatformNamespacesAreWhatTheCheckReads(t *testing.T) {
+	cfg := config.Default()
+	cfg.Authorization.L4Exceptions = []config.L4Exception{{Namespaces: []string{"monitoring"}},
+		{Principals: []string{"cluster.local/ns/tracing/sa/collector"}}, {ServiceAccounts: []string{"logging/fluent-bit"}}, {IPBlocks: []string{"10.8.3.4"}}}
+	require.NoError(t, cfg.Validate())
+	assert.Equal(t, []string{"istio-system", "kubeflow", "logging", "monitoring", "tracing"}, sets.List(platformNamespaces(cfg)))
 }

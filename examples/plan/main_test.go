@@ -406,8 +406,8 @@ func TestProgressIsSilentWithoutATerminal(t *testing.T) {
 
 // Issue 15: the plan shows the platform check's findings first, and they need attention: here
 // the notebook controller's namespace still runs sidecars and the ingress gateway has no pods.
-// (Restricted without the seccomp patch, the waypoint finding, is refused by validation until
-// class defaults can stand in for the patch; the library tests cover it.)
+// The waypoint class defaults are in istiod's namespace (fixture.Platform), so enforce restricted
+// without the per-namespace patch gives no waypoint finding; the library tests cover that one.
 func TestPlanReportsPlatform(t *testing.T) {
 	env := envtest.Start(t)
 	c := env.Client

@@ -50,6 +50,7 @@ func TestRenderChecksTheGivenCluster(t *testing.T) {
 	assert.Equal(t, []string{
 		"CallerNamespaceMissing: pipelines-ui", "CallerNamespaceMissing: notebook-controller",
 		"CallerNamespaceMissing: katib-controller", "IngressGatewayMissing: ingress-gateway",
+		"WaypointCannotStartIfRestricted: waypoint", // no class defaults yet: a Profile choosing restricted would wait
 	}, platform, "an empty cluster: %s", stderr.String())
 
 	fixture.Platform(t, env.Client, config.Default())

@@ -39,7 +39,7 @@ func TestDefaults(t *testing.T) {
 
 func TestReservedNamespaces(t *testing.T) {
 	assert.Equal(t, []string{"default", "istio-system", "kube-*", "kubeflow"}, config.Default().ReservedNamespaces(),
-		"the root namespace and the namespaces of the default principals")
+		"the root and istiod's namespace and the namespaces of the default principals")
 
 	c, err := config.Parse([]byte(header + `
 mesh: {rootNamespace: mesh-root, trustDomain: corp.example}
@@ -53,8 +53,8 @@ namespaces: {ownership: ownerReference, reserved: [auth, "knative-*", kubeflow]}
 `))
 	require.NoError(t, err)
 	assert.Equal(t, config.OwnershipReference, c.Namespaces.Ownership)
-	assert.Equal(t, []string{"auth", "default", "gateways", "katib", "knative-*", "kube-*", "kubeflow", "logging", "mesh-root", "monitoring", "tracing"},
-		c.ReservedNamespaces())
+	assert.Equal(t, []string{"auth", "default", "gateways", "istio-system", "katib", "knative-*", "kube-*", "kubeflow", "logging", "mesh-root", "monitoring", "tracing"},
+		c.ReservedNamespaces(), "istio-system stays reserved as istiod's namespace (mesh.istiodNamespace), apart from the root namespace")
 }
 
 func TestPrincipalDefaultsFollowTheTrustDomain(t *testing.T) {

@@ -6,7 +6,8 @@ import (
 )
 
 // ReservedNamespaces lists the namespaces no Profile may have, sorted and without duplicates:
-// kube-* and default, the mesh root namespace, the namespace of every principal the access
+// kube-* and default, the mesh root namespace, istiod's namespace (where istiod reads the waypoint
+// class defaults, which patch every waypoint of the cluster), the namespace of every principal the access
 // policies trust (the ingress gateway's and every platform caller's: kubeflow for the default
 // Pipelines UI, notebook and Katib controllers), the namespaces, principals and service accounts
 // of every L4 exception (an ipBlocks exception names no namespace), and namespaces.reserved.
@@ -16,7 +17,7 @@ import (
 // user namespace past the waypoint. And writing a user namespace's policies there would cut the
 // platform off from the users it serves.
 func (c *Config) ReservedNamespaces() []string {
-	out := []string{"kube-*", "default", c.Mesh.RootNamespace}
+	out := []string{"kube-*", "default", c.Mesh.RootNamespace, c.Mesh.IstiodNamespace}
 	out = append(out, principalNamespace(c.Authorization.Principals.IngressGateway))
 	for _, pc := range c.Authorization.PlatformCallers {
 		out = append(out, principalNamespace(pc.Principal))

@@ -44,8 +44,8 @@ type Namespaces struct {
 	// Ownership is ownerReferenceOrAnnotation or ownerReference. Default: ownerReferenceOrAnnotation.
 	Ownership NamespaceOwnership `json:"ownership,omitempty"`
 	// Reserved are more namespaces (names or shell patterns such as "monitoring-*") that no
-	// Profile may have, on top of those always reserved: kube-*, default, mesh.rootNamespace, the
-	// ingress gateway's namespace, every platform caller's and every L4 exception's (by namespace,
+	// Profile may have, on top of those always reserved: kube-*, default, mesh.rootNamespace,
+	// mesh.istiodNamespace, the ingress gateway's namespace, every platform caller's and every L4 exception's (by namespace,
 	// principal or service account; an ipBlocks exception names none). Default: none.
 	Reserved []string `json:"reserved,omitempty"`
 }
@@ -228,9 +228,12 @@ type L4Exception struct {
 	ServiceAccounts []string `json:"serviceAccounts,omitempty"`
 	// IPBlocks admits connections whose source address is in these CIDR ranges (or single
 	// addresses): the only way to name a client outside the mesh, such as a Prometheus without a
-	// sidecar, whose connections carry no identity. A /0 is refused; a range wider than /16
-	// (IPv4) or /48 (IPv6) is a warning (see [Config.Warnings]): every pod or waypoint whose IP
-	// falls in a range is admitted too.
+	// sidecar, whose connections carry no identity. A /0 is refused, and so are entries that
+	// together (across every exception) cover all of IPv4 or all of IPv6, and IPv4-mapped IPv6
+	// entries (::ffff:10.8.3.4: write 10.8.3.4); a range wider than /16 (IPv4) or /48 (IPv6) is a
+	// warning (see [Config.Warnings]): every pod or waypoint whose IP falls in a range is admitted
+	// too. profileplugins.CheckPlatform reports a range holding a pod IP of the ingress gateway or
+	// of an onBehalfOfUser platform caller.
 	IPBlocks []string `json:"ipBlocks,omitempty"`
 	// Ports limits the exception to these destination ports. Empty means every port.
 	Ports []int32 `json:"ports,omitempty"`

@@ -148,6 +148,7 @@ func (a *Authorization) validate(path *field.Path) field.ErrorList {
 	for i, e := range a.L4Exceptions {
 		errs = append(errs, e.validate(path.Child("l4Exceptions").Index(i), a.headerOnlyPrincipals())...)
 	}
+	errs = append(errs, ipBlocksCoverAFamily(path.Child("l4Exceptions"), a.L4Exceptions)...)
 	for i, p := range a.HealthPaths {
 		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " \t\r\n*") {
 			errs = append(errs, field.Invalid(path.Child("healthPaths").Index(i), p, "must be an absolute path without spaces or wildcards"))
