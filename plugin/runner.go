@@ -565,6 +565,9 @@ func (r *Runner) applyObject(ctx context.Context, p *planned, ao *applyObject, c
 		if others := withoutManager(foreign, FieldManager(name)); len(others) > 0 && !adopted {
 			p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("%s was changed by another writer (%s); restoring the desired spec", ao.ref, describeForeign(others)))
 		}
+		if w := ownManagerWarning(ao.ref, cur, name, body, foreign); w != "" {
+			p.res.Warnings = append(p.res.Warnings, w)
+		}
 	}
 	restoreFailed := false
 	if len(foreign) > 0 {
