@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeflow-ambient/profile-plugins/authz"
@@ -151,4 +152,31 @@ func TestAFieldThePluginStopsSettingIsNoImpersonation(t *testing.T) {
 	require.NoError(t, res.Err())
 	assert.Empty(t, m.policy(ownerName).Spec.TargetRefs)
 	assert.NotContains(t, strings.Join(res.Warnings(), "\n"), "own field manager")
+}
+
+// While a withdrawal failed, existing objects are left as they are for the call; one that holds
+// content the plugin does not set, applied under its own manager, does not count as protecting.
+func TestImpersonatedDriftLeftAsItIsDoesNotProtect(t *testing.T) {
+	tc := impersonations()["ztunnel policy selector"]
+	m := newMesh(t)
+	m.enrol()
+	impersonatedApply(t, m.c, tc.object(m), tc.plugin, tc.change)
+	m.cfg.Mesh.Waypoint.Name = "waypoint-2" // use-waypoint changes: withdrawn first
+	m.configure(config.ModeAmbient)
+	failed := false
+	m.fail = func(verb string, obj any) error {
+		if !failed && strings.HasPrefix(describe(obj), "labels ") {
+			failed = true
+			return apierrors.NewServiceUnavailable("injected")
+		}
+		return nil
+	}
+	res := m.apply()
+	require.Error(t, res.Err())
+	require.False(t, tc.gone(m), "left as it is in this call")
+	assert.NotEqual(t, "ambient", m.labels()[dataplaneMode], "no pod runs, and the narrowed policy protects nothing")
+
+	m.fail = nil
+	require.NoError(t, m.apply().Err())
+	assert.True(t, tc.gone(m))
 }

@@ -513,6 +513,9 @@ func (r *Runner) applyOne(ctx context.Context, p *planned, ao *applyObject, obs 
 	}
 	if !rewrite {
 		broken := asItIs(cur, p.plugin.Name())
+		if extras := ownApplyExtras(cur, p.plugin.Name(), ao.data); broken == "" && len(extras) > 0 {
+			broken = "holds content the plugin does not set (" + strings.Join(extras, ", ") + ")"
+		}
 		if body, err := withHash(ao.data); err != nil || !matches(cur, body) || broken != "" {
 			p.res.Waiting = append(p.res.Waiting, fmt.Sprintf("%s is left as it is until the enrolment labels that route to it are withdrawn", ao.ref))
 		}
