@@ -44,13 +44,22 @@ func foreignSpecFields(obj client.Object, pluginName string) map[string][]string
 // unknown). A field the plugin's own restoring Update holds is drift even while the plugin's apply
 // co-owns it, once the body no longer sets it: the apply then lets go of the field, the Update
 // entry keeps it, and it would outlive the plugin's wish (targetRefs on a policy after a switch
-// to sidecar mode, which attaches the policy to nothing).
+// to sidecar mode, which attaches the policy to nothing). With a body, the content fields the
+// plugin's own Apply entry holds and the body does not set are listed under the plugin's manager
+// too, whoever applied them under that name (ownApplyExtras).
 func foreignSpecFieldsFor(obj client.Object, pluginName string, body map[string]any) map[string][]string {
 	mine := FieldManager(pluginName)
+	out := map[string][]string{}
+	if body != nil {
+		// Fields under the plugin's own Apply entry that the body does not set: see ownfields.go.
+		if extras := ownApplyExtras(obj, pluginName, body); len(extras) > 0 {
+			out[mine] = extras
+		}
+	}
 	if !slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
 		return e.Subresource == "" && (e.Manager != mine || e.Operation != metav1.ManagedFieldsOperationApply)
 	}) {
-		return map[string][]string{} // the steady state: no other writer, nothing to parse
+		return out // no other writer, nothing more to parse
 	}
 	own := map[string]bool{}
 	foreign := map[string]map[string]bool{}
@@ -88,10 +97,9 @@ func foreignSpecFieldsFor(obj client.Object, pluginName string, body map[string]
 			}
 		}
 	}
-	out := map[string][]string{}
 	for manager, paths := range foreign {
 		for p := range paths {
-			if !own[p] {
+			if !own[p] && !slices.Contains(out[manager], p) {
 				out[manager] = append(out[manager], p)
 			}
 		}

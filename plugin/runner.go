@@ -516,6 +516,9 @@ func (r *Runner) applyOne(ctx context.Context, p *planned, ao *applyObject, obs 
 	}
 	if !rewrite {
 		broken := asItIs(cur, p.plugin.Name())
+		if extras := ownApplyExtras(cur, p.plugin.Name(), ao.data); broken == "" && len(extras) > 0 {
+			broken = "holds content the plugin does not set (" + strings.Join(extras, ", ") + ")"
+		}
 		if body, err := withHash(ao.data); err != nil || !matches(cur, body) || broken != "" {
 			p.res.Waiting = append(p.res.Waiting, fmt.Sprintf("%s is left as it is until the enrolment labels that route to it are withdrawn", ao.ref))
 		}
@@ -567,6 +570,9 @@ func (r *Runner) applyObject(ctx context.Context, p *planned, ao *applyObject, c
 		}
 		if others := withoutManager(foreign, FieldManager(name)); len(others) > 0 && !adopted {
 			p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("%s was changed by another writer (%s); restoring the desired spec", ao.ref, describeForeign(others)))
+		}
+		if w := ownManagerWarning(ao.ref, cur, name, body, foreign); w != "" {
+			p.res.Warnings = append(p.res.Warnings, w)
 		}
 	}
 	restoreFailed := false
