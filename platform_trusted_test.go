@@ -23,7 +23,7 @@ import (
 // managed is a managedFields entry of manager for one label.
 func managed(manager string) metav1.ManagedFieldsEntry {
 	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:istio.io/dataplane-mode":{}}}}`)}}
+		FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:istio.io/dataplane-mode":{}}}}`)}
 }
 
 func podWithIP(namespace, name, sa, ip string) *corev1.Pod {

@@ -28,7 +28,7 @@ type labelEnv struct {
 
 func newLabelEnv(t *testing.T) *labelEnv {
 	e := &labelEnv{env: newEnv(t)}
-	e.c = interceptor.NewClient(e.env.Client.(client.WithWatch), interceptor.Funcs{
+	e.c = interceptor.NewClient(e.Client.(client.WithWatch), interceptor.Funcs{
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			if _, ok := obj.(*corev1ac.NamespaceApplyConfiguration); ok {
 				e.managers = append(e.managers, (&client.ApplyOptions{}).ApplyOptions(opts).FieldManager)
@@ -70,7 +70,7 @@ func labelKeysOf(t *testing.T, n *corev1.Namespace) map[string][]string {
 				Labels map[string]any `json:"f:labels"`
 			} `json:"f:metadata"`
 		}
-		require.NoError(t, json.Unmarshal(e.FieldsV1.Raw, &f))
+		require.NoError(t, json.Unmarshal(e.FieldsV1.GetRawBytes(), &f))
 		for k := range f.Metadata.Labels {
 			if key, ok := strings.CutPrefix(k, "f:"); ok {
 				out[e.Manager] = append(out[e.Manager], key)

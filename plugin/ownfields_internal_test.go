@@ -11,7 +11,7 @@ import (
 // withEntry is an object with one managedFields entry (any kind: only managedFields are read).
 func withEntry(manager string, op metav1.ManagedFieldsOperationType, fieldsV1 string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{
-		Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fieldsV1)},
+		Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fieldsV1),
 	}}}}
 }
 

@@ -29,7 +29,7 @@ func labelOwnersOf(t *testing.T, n *corev1.Namespace) map[string][]string {
 				Labels map[string]any `json:"f:labels"`
 			} `json:"f:metadata"`
 		}
-		require.NoError(t, json.Unmarshal(e.FieldsV1.Raw, &f))
+		require.NoError(t, json.Unmarshal(e.FieldsV1.GetRawBytes(), &f))
 		for k := range f.Metadata.Labels {
 			if key, ok := strings.CutPrefix(k, "f:"); ok {
 				out[e.Manager] = append(out[e.Manager], key)

@@ -215,7 +215,7 @@ func appliedBy(t *testing.T, obj *unstructured.Unstructured) map[string]map[stri
 			continue
 		}
 		var fields map[string]any
-		require.NoError(t, json.Unmarshal(e.FieldsV1.Raw, &fields))
+		require.NoError(t, json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields))
 		out[e.Manager] = fields
 	}
 	return out
