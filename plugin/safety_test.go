@@ -859,3 +859,33 @@ func TestRevokeDeletesNothingWhileItsLabelsCouldNotBeTakenOff(t *testing.T) {
 	assert.Nil(t, m.policy(ownerName))
 	assert.NotContains(t, m.labels(), useWaypoint)
 }
+
+// Found by the property test: a namespace not routed yet, whose Programmed waypoint exists, meets
+// another writer's owner policy without targetRefs while its ztunnel policy is drifted. With
+// adoptOwnerPolicy the access plugin takes the policy over in its sidecar form (the ztunnel
+// policy is not intact), and the requirement check after that write finds it "as wanted": the
+// waypoint plugin must not route through a waypoint no owner policy is attached to.
+func TestAdoptedDetachedOwnerPolicyIsNotRoutedTo(t *testing.T) {
+	m := newMesh(t)
+	require.NoError(t, m.apply().Err())
+	m.program()
+	require.NoError(t, m.c.Delete(context.Background(), m.policy(ownerName)))
+	legacy := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownerName, Namespace: ns},
+		Spec: securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{{}}}}
+	require.NoError(t, m.c.Create(context.Background(), legacy, client.FieldOwner("kfam")))
+	z := m.policy(ztunnelName)
+	z.Spec.Action = securityv1beta1.AuthorizationPolicy_AUDIT
+	require.NoError(t, m.c.Update(context.Background(), z, client.FieldOwner("kubectl-edit")))
+	m.cfg.Authorization.AdoptOwnerPolicy = true
+	m.configure(config.ModeAmbient)
+
+	for i := range 4 {
+		m.apply()
+		m.program()
+		if m.labels()[useWaypoint] != "" || m.labels()[ingressUseWaypoint] != "" {
+			assert.NotEmpty(t, m.policy(ownerName).Spec.TargetRefs, "call %d routed to a waypoint no owner policy is attached to", i+1)
+		}
+	}
+	enrolled(t, m.labels())
+	assert.NotEmpty(t, m.policy(ownerName).Spec.TargetRefs)
+}

@@ -345,11 +345,17 @@ func (p *Plugin) waypointMayServe(obs plugin.Observed, gw *gatewayv1.Gateway) (b
 // attached to it. The requirement check compares the policy with what the access plugin wants
 // now, and that may be its sidecar form for a while (a switch from sidecar mode, or another
 // writer that took its targetRefs while the ztunnel policy was damaged): only attachment tells
-// whether the waypoint would check anyone. Another writer's policy is a conflict the runner
-// judges itself; a missing one is a missing requirement.
+// whether the waypoint would check anyone. Another writer's detached policy counts too while the
+// namespace is not routed yet: with authorization.adoptOwnerPolicy the access plugin takes it over
+// in this very call, in its sidecar form unless the ztunnel policy is intact, so the requirement
+// check after the call cannot tell (property test: a foreign detached owner policy adopted while
+// the ztunnel policy was drifted was routed to). In a namespace already routed the access plugin
+// attaches it at once, so routing stays. A missing one is a missing requirement.
 func (p *Plugin) ownerPolicyDetached(obs plugin.Observed, gw *gatewayv1.Gateway) string {
 	owner, ok := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](obs, p.cfg.Authorization.OwnerPolicyName)
-	if !ok || owner.Labels[plugin.ManagedByLabel] != plugin.ManagedByValue || attached(owner, gw.Name) {
+	managed := ok && owner.Labels[plugin.ManagedByLabel] == plugin.ManagedByValue
+	routed := obs.Labels[label.IoIstioUseWaypoint.Name] != "" || obs.Labels[label.IoIstioIngressUseWaypoint.Name] != ""
+	if !ok || attached(owner, gw.Name) || (!managed && routed) {
 		return ""
 	}
 	return fmt.Sprintf("label %s withheld: AuthorizationPolicy %s is not attached to Gateway %s yet", label.IoIstioUseWaypoint.Name, owner.Name, gw.Name)
