@@ -129,3 +129,25 @@ func TestAChangeOfTheDesiredObjectsKeepsRouting(t *testing.T) {
 		})
 	}
 }
+
+// A value changed under the plugin's own manager is undone only by the plugin's apply: while that
+// apply fails, the object holds the changed value and does not protect (here no pod runs, so the
+// namespace also leaves ambient, as for any failed restore).
+func TestAValueChangedUnderThePluginsManagerDoesNotProtectWhileItsApplyFails(t *testing.T) {
+	m := newMesh(t)
+	m.enrol()
+	impersonatedApply(t, m.c, m.policy(ztunnelName), "authz", func(u map[string]any) {
+		u["spec"].(map[string]any)["action"] = "AUDIT"
+	})
+	m.fail = failVerb("apply", "AuthorizationPolicy/"+ztunnelName)
+	res := m.apply()
+	require.Error(t, res.Err())
+	labels := m.labels()
+	assert.NotContains(t, labels, dataplaneMode, "enrolled behind a policy in AUDIT")
+	assert.NotContains(t, labels, useWaypoint)
+
+	m.fail = nil
+	require.NoError(t, m.apply().Err())
+	assert.Equal(t, "ALLOW", m.policy(ztunnelName).Spec.Action.String())
+	assert.Equal(t, "ambient", m.labels()[dataplaneMode])
+}
