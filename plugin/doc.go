@@ -28,8 +28,10 @@
 // extra rule on a policy; a class, listener or infrastructure on a Gateway; a key of a ConfigMap's
 // data; an istio.io/dry-run annotation, which switches a policy off). Such drift is restored to
 // exactly the desired spec in the same call, with a warning naming the other manager, and a label
-// already set stays only if the restore succeeds. A label is withdrawn only when a requirement is
-// really gone, broken, or the label is no longer wanted; never because a plugin's generation failed
+// already set stays only if the restore succeeds; a label that is not a data-plane label (routing)
+// is withheld for that call even then, because the control plane may still run the changed
+// version, and set again by the next call. A label is withdrawn only when a requirement is
+// really gone, broken, restored from drift in the call, or the label is no longer wanted; never because a plugin's generation failed
 // (its observed objects count as what they are), a write failed while the earlier version still
 // stands, or an unrelated object is in conflict. Data-plane labels ([DataPlane]) go last of all:
 // removing one while pods it captures run would leave them outside every data plane, so it stays,

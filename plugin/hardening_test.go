@@ -59,9 +59,11 @@ func TestDryRunAnnotationOnThePoliciesIsRestoredAndReported(t *testing.T) {
 				"the policy stays in dry-run, i.e. not enforced, while the namespace stays enrolled (labels %v, writes %v)", m.labels(), m.writes)
 			warnings := strings.Join(res.Warnings(), "\n")
 			assert.Contains(t, warnings, "AuthorizationPolicy.security.istio.io/"+name+" was changed by another writer (gitops set metadata.annotations.istio.io/dry-run)")
-			enrolled(t, m.labels())
+			restoredNotRouted(t, m.labels())
 
-			// Restored means no drift left: the next call writes nothing.
+			// Restored means no drift left: the next call routes again, the one after writes nothing.
+			require.NoError(t, m.apply().Err())
+			enrolled(t, m.labels())
 			m.writes = nil
 			res = m.apply()
 			require.NoError(t, res.Err())
@@ -92,6 +94,8 @@ func TestAKeyAddedToTheWaypointPatchConfigMapIsRestoredAndReported(t *testing.T)
 	require.NoError(t, m.c.Get(context.Background(), key, cm))
 	assert.Equal(t, want, cm.Data, "another writer's patch of the waypoint stays in the ConfigMap istiod applies")
 	assert.Contains(t, strings.Join(res.Warnings(), "\n"), "ConfigMap/waypoint-seccomp was changed by another writer (kubectl-edit set data.service)")
+	restoredNotRouted(t, m.labels())
+	require.NoError(t, m.apply().Err())
 	enrolled(t, m.labels())
 
 	// A changed value of the plugin's own key is restored and reported the same way.
@@ -103,6 +107,7 @@ func TestAKeyAddedToTheWaypointPatchConfigMapIsRestoredAndReported(t *testing.T)
 	require.NoError(t, m.c.Get(context.Background(), key, cm))
 	assert.Equal(t, want, cm.Data)
 	assert.Contains(t, strings.Join(res.Warnings(), "\n"), "ConfigMap/waypoint-seccomp was changed by another writer (kubectl-edit set data.deployment)")
+	restoredNotRouted(t, m.labels())
 }
 
 // FINDING (fail-open, namespace editor; kubeflow-edit may create ConfigMaps). The waypoint
@@ -140,7 +145,8 @@ func TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint(t *testing.T) {
 // With the opt-in on, a foreign key in the plugin's patch ConfigMap that cannot be restored (the
 // restoring write fails) takes the namespace off the waypoint at once: istiod applies every key
 // to the waypoint it builds, so until the ConfigMap is restored the waypoint may not be the one
-// the owner policy runs in. Once the restore succeeds, the namespace is routed again.
+// the owner policy runs in. The call whose restore succeeds still withholds routing (istiod may not
+// have rebuilt the waypoint yet); the next one routes again.
 func TestAnUnrestoredPatchConfigMapWithdrawsTheRouting(t *testing.T) {
 	m := newMesh(t).withPatch()
 	m.enrol()
@@ -168,6 +174,8 @@ func TestAnUnrestoredPatchConfigMapWithdrawsTheRouting(t *testing.T) {
 	res = m.apply()
 	require.NoError(t, res.Err())
 	assert.Equal(t, want, m.configMap("waypoint-seccomp").Data, "the foreign key and the changed value are gone")
+	restoredNotRouted(t, m.labels())
+	require.NoError(t, m.apply().Err())
 	enrolled(t, m.labels())
 }
 

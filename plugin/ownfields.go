@@ -29,10 +29,16 @@ import (
 // paths ("spec.selector"), each cut at the first element body lacks. An entry that cannot be
 // decoded counts as holding its whole content: an unreadable ownership is no proof of intactness.
 func ownApplyExtras(obj client.Object, pluginName string, body map[string]any) []string {
+	return ownExtras(obj, pluginName, body, true)
+}
+
+// ownExtras is ownApplyExtras over the entries of the plugin's manager: its Apply entry only, or,
+// with applyOnly false, its Updates too (the runner's restores, or anyone's Update in its name).
+func ownExtras(obj client.Object, pluginName string, body map[string]any, applyOnly bool) []string {
 	mine := FieldManager(pluginName)
 	seen := map[string]bool{}
 	for _, e := range obj.GetManagedFields() {
-		if e.Manager != mine || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || e.FieldsV1 == nil {
+		if e.Manager != mine || (applyOnly && e.Operation != metav1.ManagedFieldsOperationApply) || e.Subresource != "" || e.FieldsV1 == nil {
 			continue
 		}
 		set := &fieldpath.Set{}
@@ -154,4 +160,23 @@ func ownManagerWarning(ref Ref, cur client.Object, pluginName string, body map[s
 	}
 	return fmt.Sprintf("%s was changed by a writer using the plugin's own field manager %s (set %s); restoring the desired spec",
 		ref, FieldManager(pluginName), strings.Join(paths, ", "))
+}
+
+// restoresDrift reports whether writing body over cur undoes another writer's change, rather
+// than carrying a change of the plugin's own wish: another manager holds content fields, or,
+// while cur was written from the same body (its desired-hash annotation is body's, or missing,
+// which the plugin never leaves), a value differs from the body or the plugin's own manager holds
+// content the body does not set. When the desired-hash differs, the plugin's previous body may
+// itself have set those, and the write is an ordinary update (a config change, a new owner). The
+// plugin's own restoring Update left without its apply (the apply failed) holds only what the body
+// sets, with its values: no drift.
+func restoresDrift(cur client.Object, pluginName string, body map[string]any, foreign map[string][]string) bool {
+	if len(withoutManager(foreign, FieldManager(pluginName))) > 0 {
+		return true
+	}
+	want := (&unstructured.Unstructured{Object: body}).GetAnnotations()[DesiredHashAnnotation]
+	if have := cur.GetAnnotations()[DesiredHashAnnotation]; have != "" && have != want {
+		return false
+	}
+	return !matches(cur, body) || len(ownExtras(cur, pluginName, body, false)) > 0
 }

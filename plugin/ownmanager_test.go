@@ -73,8 +73,9 @@ func impersonations() map[string]impersonation {
 	}
 }
 
-// Each field is restored away in the same call and reported with its path, the namespace stays
-// enrolled (restored means protecting), and the next call writes nothing and warns of nothing.
+// Each field is restored away in the same call and reported with its path; the namespace stays in
+// ambient, routing waits for the next call (for the Gateway: until istiod reports the restored
+// generation Programmed), and the call after writes nothing and warns of nothing.
 func TestImpersonatedFieldManagerDriftIsRestoredAndReported(t *testing.T) {
 	for name, tc := range impersonations() {
 		t.Run(name, func(t *testing.T) {
@@ -89,8 +90,13 @@ func TestImpersonatedFieldManagerDriftIsRestoredAndReported(t *testing.T) {
 			assert.True(t, tc.gone(m), "the impersonated field stays; writes %v", m.writes)
 			assert.Contains(t, strings.Join(res.Warnings(), "\n"),
 				"was changed by a writer using the plugin's own field manager profile-plugins/"+tc.plugin+" (set "+tc.path+")")
-			enrolled(t, m.labels())
+			restoredNotRouted(t, m.labels())
 
+			if tc.plugin == waypoint.PluginName {
+				m.program()
+			}
+			require.NoError(t, m.apply().Err())
+			enrolled(t, m.labels())
 			m.writes = nil
 			res = m.apply()
 			require.NoError(t, res.Err())
@@ -116,6 +122,8 @@ func TestImpersonatedFieldManagerKeyInThePatchConfigMap(t *testing.T) {
 	require.NoError(t, m.c.Get(context.Background(), key, cm))
 	assert.Equal(t, want, cm.Data)
 	assert.Contains(t, strings.Join(res.Warnings(), "\n"), "ConfigMap/waypoint-seccomp was changed by a writer using the plugin's own field manager profile-plugins/waypoint (set data.service)")
+	restoredNotRouted(t, m.labels())
+	require.NoError(t, m.apply().Err())
 	enrolled(t, m.labels())
 }
 

@@ -267,6 +267,8 @@ func TestPodsAreListedOnlyWhenADecisionNeedsThem(t *testing.T) {
 	res = m.apply()
 	require.NoError(t, res.Err())
 	assert.Contains(t, m.apiReads, listPods, "the ztunnel policy drifted: dataplane-mode may go, so the pods decide")
+	restoredNotRouted(t, m.labels())
+	require.NoError(t, m.apply().Err())
 	enrolled(t, m.labels())
 
 	m.apiReads, m.writes = nil, nil

@@ -118,6 +118,11 @@ type applyObject struct {
 	data map[string]any // the apply body
 	// broken says why the object does not protect after phase 1; "" when it does.
 	broken string
+	// restored: phase 1 found another writer's change on the object and wrote the desired one
+	// back (or tried to). What the data plane runs may still be the changed version until the
+	// control plane has caught up (istiod programs a restored Gateway some time after the write),
+	// so the routing labels that require the object wait for the next call.
+	restored bool
 }
 
 // Apply brings the Profile's namespace to what the plugins want, in four phases (see the package
@@ -574,6 +579,7 @@ func (r *Runner) applyObject(ctx context.Context, p *planned, ao *applyObject, c
 		if w := ownManagerWarning(ao.ref, cur, name, body, foreign); w != "" {
 			p.res.Warnings = append(p.res.Warnings, w)
 		}
+		ao.restored = restoresDrift(cur, name, body, foreign)
 	}
 	restoreFailed := false
 	if len(foreign) > 0 {
@@ -593,11 +599,11 @@ func (r *Runner) applyObject(ctx context.Context, p *planned, ao *applyObject, c
 			p.res.Updated = append(p.res.Updated, ao.ref)
 		}
 	}
-	return afterWrite(cur, name, foreign, restoreFailed, err)
+	return afterWrite(cur, name, foreign, restoreFailed, ao.restored, err)
 }
 
 // afterWrite says why an object does not protect after the runner wrote it ("" when it does).
-func afterWrite(cur client.Object, plugin string, foreign map[string][]string, restoreFailed bool, applyErr error) string {
+func afterWrite(cur client.Object, plugin string, foreign map[string][]string, restoreFailed, restored bool, applyErr error) string {
 	switch {
 	case restoreFailed:
 		return "was changed by another writer (" + describeForeign(foreign) + ") and restoring it failed"
@@ -607,6 +613,9 @@ func afterWrite(cur client.Object, plugin string, foreign map[string][]string, r
 		return "does not exist and creating it failed"
 	case len(foreign) > 0:
 		return "" // restored to exactly the desired spec; only taking ownership back failed
+	case restored:
+		// A value changed under the plugin's own field manager: only the failed apply would undo it.
+		return "was changed by a writer using the plugin's own field manager and restoring it failed"
 	case IsManagedBy(cur.GetLabels(), plugin):
 		return "" // the earlier version of the plugin's own still protects
 	}

@@ -19,6 +19,8 @@ import (
 type protections struct {
 	why map[Ref]string
 	obs Observed
+	// restored are the objects phase 1 restored from another writer's change (applyObject.restored).
+	restored map[Ref]bool
 }
 
 // protection is the state of every object after phase 1. An object a plugin wants protects when it
@@ -27,11 +29,14 @@ type protections struct {
 // counts as what it is: it protects while it exists, carries the plugin's labels and holds no
 // other writer's spec fields. A failed plugin therefore never takes enrolment down by itself.
 func protection(plans []*planned, obs Observed) protections {
-	pr := protections{why: map[Ref]string{}, obs: obs}
+	pr := protections{why: map[Ref]string{}, obs: obs, restored: map[Ref]bool{}}
 	for _, p := range plans {
 		if !p.failed {
 			for _, o := range p.objects {
 				pr.why[o.ref] = o.broken
+				if o.restored {
+					pr.restored[o.ref] = true
+				}
 			}
 			continue
 		}
@@ -77,6 +82,21 @@ func (pr protections) gapsSoFar(refs []Ref) []string {
 	return out
 }
 
+// restoredNow lists the required objects restored from another writer's change in this call.
+// Such an object is as desired, but what the data plane runs may still be the changed version:
+// istiod programs a restored Gateway after the write, and the status the call observed is the
+// changed version's. A routing label that requires one waits for the next call, whose observation
+// shows the restored version (waypoint.Ready wants it Programmed for its new generation).
+func (pr protections) restoredNow(refs []Ref) []string {
+	var out []string
+	for _, ref := range refs {
+		if pr.restored[ref] {
+			out = append(out, ref.String()+" was restored from another writer's change in this call and may not be in effect yet")
+		}
+	}
+	return out
+}
+
 // unwanted says why an object that no plugin generated in this run does not protect.
 func (pr protections) unwanted(ref Ref) string {
 	cur := findObservedRef(pr.obs, ref)
@@ -93,7 +113,10 @@ func (pr protections) unwanted(ref Ref) string {
 // call. A wanted label whose required objects all protect is set or kept. Otherwise it is not set,
 // and one already set is withdrawn, unless it is a held data-plane label: taking that away would
 // leave running pods outside every data plane, which protects nothing. A held label the plugin no
-// longer wants stays too, and the plugin waits. ns is nil for a preview (Render).
+// longer wants stays too, and the plugin waits. A label that is not a data-plane label (routing)
+// is also withheld for the call while an object it requires was restored from drift in it (see
+// restoredNow); a data-plane label is not, since withdrawing it takes pods out of the mesh. ns is
+// nil for a preview (Render).
 func decideLabels(p *planned, ns *corev1.Namespace, pr protections, held holds) map[string]string {
 	name := p.plugin.Name()
 	labels := maps.Clone(p.desired.Labels)
@@ -110,6 +133,9 @@ func decideLabels(p *planned, ns *corev1.Namespace, pr protections, held holds) 
 			continue
 		}
 		gaps := pr.gaps(p.desired.LabelRequires[key])
+		if len(pr.restored) > 0 && !isDataPlaneLabel(p.plugin, key) {
+			gaps = append(gaps, pr.restoredNow(p.desired.LabelRequires[key])...)
+		}
 		if len(gaps) == 0 {
 			continue
 		}
@@ -134,6 +160,16 @@ func decideLabels(p *planned, ns *corev1.Namespace, pr protections, held holds) 
 		p.res.Waiting = append(p.res.Waiting, held.waitingFor(name, key))
 	}
 	return labels
+}
+
+// isDataPlaneLabel reports whether key is one of the plugin's data-plane labels (DataPlane).
+func isDataPlaneLabel(p Plugin, key string) bool {
+	dp, ok := p.(DataPlane)
+	if !ok {
+		return false
+	}
+	_, is := dp.DataPlaneLabels()[key]
+	return is
 }
 
 // holds are the data-plane labels the runner keeps on the namespace although their plugin would

@@ -213,6 +213,16 @@ func enrolled(t *testing.T, labels map[string]string) {
 	assert.Equal(t, "true", labels[ingressUseWaypoint])
 }
 
+// restoredNotRouted: a call that restored another writer's change of an object the routing labels
+// require keeps the pods in ambient but withholds routing: what istiod runs may still be the
+// changed version. The next call routes again.
+func restoredNotRouted(t *testing.T, labels map[string]string) {
+	t.Helper()
+	assert.Equal(t, "ambient", labels[dataplaneMode], "must stay in ambient")
+	assert.NotContains(t, labels, useWaypoint, "routed while the restored version may not be in effect")
+	assert.NotContains(t, labels, ingressUseWaypoint, "routed while the restored version may not be in effect")
+}
+
 // failingAuthz is the authz plugin with a generation that fails, as a plugin fails on input it
 // cannot turn into any safe state.
 type failingAuthz struct{ plugin.Plugin }
@@ -428,7 +438,8 @@ func TestFailedUpdateOfAStandingPolicyKeepsLabels(t *testing.T) {
 
 // Another writer switches the ztunnel policy to AUDIT, adds a selector or targetRefs: each makes
 // istiod stop enforcing it at ztunnel. The runner restores exactly the desired spec, names the
-// other field manager, keeps the labels, and is quiet again on the next call.
+// other field manager, keeps dataplane-mode, withholds routing for the call, routes again on the
+// next, and is quiet after.
 func TestDriftOfTheZtunnelPolicyIsRestoredAndReported(t *testing.T) {
 	cases := map[string]func(*istiosecurityv1.AuthorizationPolicy){
 		"action AUDIT": func(p *istiosecurityv1.AuthorizationPolicy) {
@@ -459,6 +470,8 @@ func TestDriftOfTheZtunnelPolicyIsRestoredAndReported(t *testing.T) {
 			assert.Contains(t, strings.Join(res.Warnings(), "\n"), "AuthorizationPolicy.security.istio.io/"+ztunnelName+" was changed by another writer (gitops set spec.")
 			got := m.policy(ztunnelName)
 			assert.Equal(t, want.String(), got.Spec.String(), "exactly the desired spec")
+			restoredNotRouted(t, m.labels())
+			require.NoError(t, m.apply().Err())
 			enrolled(t, m.labels())
 
 			m.writes = nil
@@ -484,6 +497,8 @@ func TestForcedApplyOfAnotherManagerIsRestored(t *testing.T) {
 	require.NoError(t, res.Err())
 	assert.Contains(t, strings.Join(res.Warnings(), "\n"), "argocd set spec.action")
 	assert.Equal(t, securityv1beta1.AuthorizationPolicy_ALLOW, m.policy(ownerName).Spec.Action)
+	restoredNotRouted(t, m.labels())
+	require.NoError(t, m.apply().Err())
 	enrolled(t, m.labels())
 	m.writes = nil
 	require.NoError(t, m.apply().Err())
@@ -749,7 +764,7 @@ func failVerb(verb, what string) func(string, any) error {
 }
 
 // The restore succeeded but taking ownership back failed: the spec is exactly the desired one,
-// so the labels stay; the next call finishes quietly.
+// so dataplane-mode stays; routing waits for the next call, as after any restore.
 func TestRestoredButNotReownedKeepsLabels(t *testing.T) {
 	m := newMesh(t)
 	m.enrol()
@@ -759,9 +774,10 @@ func TestRestoredButNotReownedKeepsLabels(t *testing.T) {
 	m.fail = failVerb("apply", "AuthorizationPolicy/"+ztunnelName)
 	require.Error(t, m.apply().Err())
 	assert.Equal(t, securityv1beta1.AuthorizationPolicy_ALLOW, m.policy(ztunnelName).Spec.Action)
-	enrolled(t, m.labels())
+	restoredNotRouted(t, m.labels())
 	m.fail = nil
 	require.NoError(t, m.apply().Err())
+	enrolled(t, m.labels())
 	m.writes = nil
 	require.NoError(t, m.apply().Err())
 	assert.Empty(t, m.writes)
@@ -797,7 +813,8 @@ func TestFailedAdoptionWithholdsUseWaypoint(t *testing.T) {
 }
 
 // Adoption restores the legacy policy to exactly the desired spec and marks it as the plugin's in
-// one Update; when only the apply after it fails, the policy already protects and routing may use it.
+// one Update; when only the apply after it fails, the policy already protects. Routing, which the
+// legacy policy's content reached until istiod has the adopted one, waits for the next call.
 func TestAdoptionRestoredButNotReowned(t *testing.T) {
 	m := newMesh(t)
 	m.enrol()
@@ -815,6 +832,9 @@ func TestAdoptionRestoredButNotReowned(t *testing.T) {
 	got := m.policy(ownerName)
 	assert.True(t, plugin.IsManagedBy(got.Labels, "authz"))
 	assert.NotEmpty(t, got.Spec.TargetRefs, "the desired spec")
+	restoredNotRouted(t, m.labels())
+	m.fail = nil
+	require.NoError(t, m.apply().Err())
 	enrolled(t, m.labels())
 }
 

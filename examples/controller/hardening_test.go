@@ -66,8 +66,9 @@ func (h *harness) withPatch() {
 }
 
 // On a real API server: another writer's istio.io/dry-run "true" on the policies and another
-// key in the waypoint's patch ConfigMap are drift, restored in one call with the writer named, and
-// quiet after (see plugin/hardening_test.go for the findings).
+// key in the waypoint's patch ConfigMap are drift, restored in one call with the writer named;
+// routing waits for the next call (istiod may still run the changed version), and it is quiet
+// after (see plugin/hardening_test.go for the findings).
 func TestDryRunAnnotationAndPatchConfigMapKeysAreRestored(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
 	h.withPatch()
@@ -99,8 +100,14 @@ func TestDryRunAnnotationAndPatchConfigMapKeysAreRestored(t *testing.T) {
 	assert.Contains(t, warnings, "ConfigMap/waypoint-seccomp was changed by another writer (kubectl-edit set data.serviceAccount)")
 	require.True(t, h.exists(cm, ns, "waypoint-seccomp"))
 	assert.Equal(t, want, cm.Data)
-	assert.Equal(t, "waypoint", h.labels(ns)["istio.io/use-waypoint"], "restored in the same call: routing stays")
+	labels := h.labels(ns)
+	assert.NotContains(t, labels, "istio.io/use-waypoint", "restored in this call: not routed until the next")
+	assert.NotContains(t, labels, "istio.io/ingress-use-waypoint")
+	assert.Equal(t, "ambient", labels["istio.io/dataplane-mode"], "the pods stay in ambient")
 
+	res = h.r.Runner.Apply(context.Background(), h.profile(ns))
+	require.NoError(t, res.Err())
+	assert.Equal(t, "waypoint", h.labels(ns)["istio.io/use-waypoint"], "routed again")
 	res = h.r.Runner.Apply(context.Background(), h.profile(ns))
 	require.NoError(t, res.Err())
 	assert.False(t, res.Changed(), res.String())

@@ -69,7 +69,8 @@ func TestInvalidOwnerEditKeepsTheNamespaceEnrolled(t *testing.T) {
 
 // Another writer switches the ztunnel policy to AUDIT (istiod would then stop enforcing it at
 // ztunnel) or narrows it with a selector through server-side apply. The next reconcile stores
-// exactly the desired spec again, action ALLOW included, names the writer, and keeps enrolment.
+// exactly the desired spec again, action ALLOW included, names the writer, and keeps enrolment
+// (routing waits for the call after the restore).
 func TestForeignDriftOfTheZtunnelPolicyIsRestored(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
@@ -107,7 +108,12 @@ func TestForeignDriftOfTheZtunnelPolicyIsRestored(t *testing.T) {
 	assert.Nil(t, pol.Spec.Selector)
 	assert.Equal(t, want.String(), pol.Spec.String())
 
-	// Restored once, quiet after.
+	assert.NotContains(t, h.labels(ns), "istio.io/use-waypoint", "restored in this call: routing waits for the next")
+
+	// Restored once: the next call routes again, quiet after.
+	res = h.r.Runner.Apply(context.Background(), h.profile(ns))
+	require.NoError(t, res.Err())
+	assert.Equal(t, "waypoint", h.labels(ns)["istio.io/use-waypoint"])
 	res = h.r.Runner.Apply(context.Background(), h.profile(ns))
 	require.NoError(t, res.Err())
 	assert.False(t, res.Changed(), res.String())

@@ -17,13 +17,11 @@ import (
 // runner's own field manager and with --force-conflicts (FINDINGS-2.md, finding 1). No other
 // manager then holds the field, and the object is a superset of what the runner applies.
 
-// The state machine draws only the policies' impersonations: a waypoint Gateway that istiod
-// programs with the editor's parametersRef before the runner restores it keeps use-waypoint for
-// one call after the restore, until istiod reports the restored generation (the runner judged
-// readiness on the status it observed before writing). That holds for any Gateway drift istiod
-// accepts, not only this one, and is open; TestImpersonationSequences plays the waypoint case where
-// istiod programs after the restore.
-var impersonations = []string{"ztunnel selector", "owner selector"}
+// The state machine draws every impersonation, the waypoint's too: a Gateway that istiod
+// programmed with the editor's parametersRef before the runner restores it is not routed to in the
+// call that restores it, nor until istiod reports the restored generation Programmed (the status
+// the call observed is the editor's version's).
+var impersonations = []string{"ztunnel selector", "owner selector", "waypoint parametersRef"}
 
 func (m *machine) ImpersonatedApply(t *rapid.T) {
 	skipIf(t, m.w.impersonatedApply(rapid.SampledFrom(impersonations).Draw(t, "field applied under the runner's manager")))
@@ -102,6 +100,7 @@ func TestImpersonationSequences(t *testing.T) {
 		{"a selector on the ztunnel policy", append(routed, impersonate("ztunnel selector"), reconcile, reconcile)},
 		{"a selector on the ztunnel policy with a pod running", append(routed, startPod(restricted, false), impersonate("ztunnel selector"), reconcile)},
 		{"a parametersRef on the waypoint", append(routed, impersonate("waypoint parametersRef"), reconcile, istiodSays(true), reconcile)},
+		{"a parametersRef on the waypoint that istiod programs before the restore", append(routed, impersonate("waypoint parametersRef"), istiodSays(true), reconcile, reconcile, istiodSays(true), reconcile)},
 		{"a selector on the owner policy in sidecar mode", append(routed, setMode(config.ModeSidecar), reconcile, impersonate("owner selector"), reconcile)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
