@@ -1,6 +1,6 @@
 package profileplugins_test
 
-// Attack tests of the second security review (FINDINGS-2.md): a platform check that reports
+// Attack tests of the second security review (internal/safety/FINDINGS-2.md): a platform check that reports
 // clean on a broken cluster, and a runner that takes a bad configuration.
 
 import (

@@ -1,6 +1,6 @@
 package plugin_test
 
-// Attack tests of the second security review (FINDINGS-2.md): a tenant or namespace editor
+// Attack tests of the second security review (internal/safety/FINDINGS-2.md): a tenant or namespace editor
 // against the runner's drift detection and the waypoint hardening.
 
 import (

@@ -1,6 +1,6 @@
 package plugin_test
 
-// Drift applied under the plugin's own field manager name (FINDINGS-2.md, finding 1): the API
+// Drift applied under the plugin's own field manager name (internal/safety/FINDINGS-2.md, finding 1): the API
 // server does not tie a manager name to an identity, so such an apply is another writer's.
 
 import (

@@ -1,6 +1,6 @@
 package config_test
 
-// Attack tests of the second security review (FINDINGS-2.md): a careless admin's PluginConfig.
+// Attack tests of the second security review (internal/safety/FINDINGS-2.md): a careless admin's PluginConfig.
 
 import (
 	"strings"
