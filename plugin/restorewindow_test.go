@@ -90,7 +90,7 @@ func (m *mesh) countGeneration() {
 // observedGateway is what a call observes of the waypoint now.
 func observedGateway(m *mesh) plugin.Observed {
 	gw := m.gateway()
-	gw.SetGroupVersionKind(gatewayv1.SchemeGroupVersion.WithKind("Gateway"))
+	gw.SetGroupVersionKind(gatewayv1.GroupVersion.WithKind("Gateway"))
 	return plugin.Observed{Objects: []client.Object{gw}}
 }
 
