@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -90,7 +91,7 @@ func (m *mesh) countGeneration() {
 // observedGateway is what a call observes of the waypoint now.
 func observedGateway(m *mesh) plugin.Observed {
 	gw := m.gateway()
-	gw.SetGroupVersionKind(gatewayv1.GroupVersion.WithKind("Gateway"))
+	gw.SetGroupVersionKind(schema.GroupVersionKind{Group: gatewayv1.GroupName, Version: gatewayv1.GroupVersion.Version, Kind: "Gateway"})
 	return plugin.Observed{Objects: []client.Object{gw}}
 }
 
