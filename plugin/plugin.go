@@ -131,6 +131,11 @@ type Desired struct {
 	// object exists, carries its plugin's labels and is intact (see the package doc's safety
 	// model). Objects of other plugins may be named.
 	LabelRequires map[string][]Ref
+	// ReadyFromStatus lists objects whose readiness the plugin judged from their observed status
+	// (a Gateway Programmed for its generation). When the runner writes a change to one in this
+	// call, that status describes the version before the write, so every label requiring it,
+	// except a data-plane label, waits for the next call, as for an object restored from drift.
+	ReadyFromStatus []Ref
 	// Enrolment lists label keys that send traffic somewhere or enrol the namespace in a data
 	// plane (istio.io/use-waypoint, istio.io/dataplane-mode). When the plugin owns one of them
 	// and is about to remove it or change its value, the runner takes it off before any object

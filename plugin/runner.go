@@ -123,6 +123,9 @@ type applyObject struct {
 	// control plane has caught up (istiod programs a restored Gateway some time after the write),
 	// so the routing labels that require the object wait for the next call.
 	restored bool
+	// rewritten: phase 1 writes a change to an object whose readiness its plugin judged from
+	// the observed status (Desired.ReadyFromStatus), which describes the version before the write.
+	rewritten bool
 }
 
 // Apply brings the Profile's namespace to what the plugins want, in four phases (see the package
@@ -580,6 +583,7 @@ func (r *Runner) applyObject(ctx context.Context, p *planned, ao *applyObject, c
 			p.res.Warnings = append(p.res.Warnings, w)
 		}
 		ao.restored = restoresDrift(cur, name, body, foreign)
+		ao.rewritten = slices.Contains(p.desired.ReadyFromStatus, ao.ref)
 	}
 	restoreFailed := false
 	if len(foreign) > 0 {

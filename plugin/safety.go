@@ -21,6 +21,8 @@ type protections struct {
 	obs Observed
 	// restored are the objects phase 1 restored from another writer's change (applyObject.restored).
 	restored map[Ref]bool
+	// rewritten are the status-gated objects phase 1 changed (applyObject.rewritten).
+	rewritten map[Ref]bool
 }
 
 // protection is the state of every object after phase 1. An object a plugin wants protects when it
@@ -29,13 +31,16 @@ type protections struct {
 // counts as what it is: it protects while it exists, carries the plugin's labels and holds no
 // other writer's spec fields. A failed plugin therefore never takes enrolment down by itself.
 func protection(plans []*planned, obs Observed) protections {
-	pr := protections{why: map[Ref]string{}, obs: obs, restored: map[Ref]bool{}}
+	pr := protections{why: map[Ref]string{}, obs: obs, restored: map[Ref]bool{}, rewritten: map[Ref]bool{}}
 	for _, p := range plans {
 		if !p.failed {
 			for _, o := range p.objects {
 				pr.why[o.ref] = o.broken
 				if o.restored {
 					pr.restored[o.ref] = true
+				}
+				if o.rewritten {
+					pr.rewritten[o.ref] = true
 				}
 			}
 			continue
@@ -82,7 +87,8 @@ func (pr protections) gapsSoFar(refs []Ref) []string {
 	return out
 }
 
-// restoredNow lists the required objects restored from another writer's change in this call.
+// restoredNow lists the required objects restored from another writer's change in this call, and
+// the status-gated ones changed in it (Desired.ReadyFromStatus): the same holds for both.
 // Such an object is as desired, but what the data plane runs may still be the changed version:
 // istiod programs a restored Gateway after the write, and the status the call observed is the
 // changed version's. A routing label that requires one waits for the next call, whose observation
@@ -90,8 +96,11 @@ func (pr protections) gapsSoFar(refs []Ref) []string {
 func (pr protections) restoredNow(refs []Ref) []string {
 	var out []string
 	for _, ref := range refs {
-		if pr.restored[ref] {
+		switch {
+		case pr.restored[ref]:
 			out = append(out, ref.String()+" was restored from another writer's change in this call and may not be in effect yet")
+		case pr.rewritten[ref]:
+			out = append(out, ref.String()+" was changed in this call, so the status it was judged ready by is of the version before")
 		}
 	}
 	return out
@@ -133,7 +142,7 @@ func decideLabels(p *planned, ns *corev1.Namespace, pr protections, held holds) 
 			continue
 		}
 		gaps := pr.gaps(p.desired.LabelRequires[key])
-		if len(pr.restored) > 0 && !isDataPlaneLabel(p.plugin, key) {
+		if len(pr.restored)+len(pr.rewritten) > 0 && !isDataPlaneLabel(p.plugin, key) {
 			gaps = append(gaps, pr.restoredNow(p.desired.LabelRequires[key])...)
 		}
 		if len(gaps) == 0 {

@@ -909,3 +909,28 @@ func TestAdoptedDetachedOwnerPolicyIsNotRoutedTo(t *testing.T) {
 	enrolled(t, m.labels())
 	assert.NotEmpty(t, m.policy(ownerName).Spec.TargetRefs)
 }
+
+// Found by the property test: the waypoint Gateway is judged ready by its observed status, which
+// describes the generation before any change the runner writes in the same call (here the
+// Gateway's infrastructure labels change; in the property test an editor's parametersRef was
+// dropped while the plugin's patch ConfigMap was missing). Routing waits for the next call, when
+// istiod has programmed the written generation; the pods stay in ambient meanwhile.
+func TestAGatewayChangedInTheCallIsNotRoutedToInThatCall(t *testing.T) {
+	m := newMesh(t)
+	m.enrol()
+	m.cfg.Mesh.Waypoint.Labels = map[string]string{"team": "ml"}
+	m.configure(config.ModeAmbient)
+
+	res := m.apply()
+	require.NoError(t, res.Err())
+	assert.Contains(t, m.writes, "apply Gateway/"+m.cfg.Mesh.Waypoint.Name)
+	labels := m.labels()
+	assert.Empty(t, labels[useWaypoint], "routed by a status of the previous generation")
+	assert.Empty(t, labels[ingressUseWaypoint])
+	assert.Equal(t, "ambient", labels[dataplaneMode], "the pods stay in ambient")
+	assert.Contains(t, strings.Join(res.Waiting(), "\n"), "was changed in this call")
+
+	m.program()
+	require.NoError(t, m.apply().Err())
+	enrolled(t, m.labels())
+}

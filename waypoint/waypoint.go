@@ -197,6 +197,9 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	}
 	if ready, why := Ready(t.Observed, gw); ready && serve && detached == "" {
 		d.Labels[label.IoIstioUseWaypoint.Name] = gw.Name
+		// Ready judged the Gateway by its observed status: a change written to it in this call
+		// makes that status the previous generation's.
+		d.ReadyFromStatus = cut(&refs, gwRef)
 		// Traffic routed to the waypoint is checked there by the owner policy only; the ztunnel
 		// policy admits the waypoint, so without the owner policy the waypoint would pass anyone.
 		routed := append(make([]plugin.Ref, 0, 4), owner, ztunnel, gwRef) // and room for the ConfigMap
