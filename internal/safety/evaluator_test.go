@@ -318,12 +318,7 @@ func (s snapshot) waypointProblem(name string) string {
 	case !managedByPlugin(g.Labels, "waypoint"):
 		return fmt.Sprintf("waypoint %s not managed by plugin waypoint (labels %s)", name, formatLabels(g.Labels))
 	}
-	// Without the parametersRef the waypoint is built from the class defaults the admin applied,
-	// so no namespace editor shapes it: intact too. The plugin leaves it out while the patch
-	// ConfigMap is not observed as its own (another writer's, or missing).
-	bare := wantGateway()
-	delete(bare, "infrastructure")
-	if got := toJSONMap(&g.Spec); !reflect.DeepEqual(got, wantGateway()) && !reflect.DeepEqual(got, bare) {
+	if got := toJSONMap(&g.Spec); !reflect.DeepEqual(got, wantGateway()) {
 		return fmt.Sprintf("waypoint %s spec is %s, want %s", name, compact(got), compact(wantGateway()))
 	}
 	for _, c := range g.Status.Conditions {
