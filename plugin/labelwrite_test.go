@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
@@ -57,26 +57,6 @@ func owners(t *testing.T, n *corev1.Namespace) map[string][]string {
 	t.Helper()
 	var out map[string][]string
 	require.NoError(t, json.Unmarshal([]byte(n.Annotations[plugin.LabelOwnersAnnotation]), &out))
-	return out
-}
-
-// labelKeysOf lists the label keys each field manager owns on n.
-func labelKeysOf(t *testing.T, n *corev1.Namespace) map[string][]string {
-	t.Helper()
-	out := map[string][]string{}
-	for _, e := range n.ManagedFields {
-		var f struct {
-			Metadata struct {
-				Labels map[string]any `json:"f:labels"`
-			} `json:"f:metadata"`
-		}
-		require.NoError(t, json.Unmarshal(e.FieldsV1.GetRawBytes(), &f))
-		for k := range f.Metadata.Labels {
-			if key, ok := strings.CutPrefix(k, "f:"); ok {
-				out[e.Manager] = append(out[e.Manager], key)
-			}
-		}
-	}
 	return out
 }
 
@@ -237,7 +217,7 @@ func TestFirstApplyTakesOverPerPluginLabels(t *testing.T) {
 	assert.Equal(t, []string{"shared-with-kubectl", "stale"}, res.Plugins[0].LabelsRemoved)
 	assert.Empty(t, res.Plugins[1].LabelsSet)
 	assert.Contains(t, res.Warnings(), "pss: namespace labels enforce, enforce-version moved from field manager profile-plugins/pss to profile-plugins (once, on upgrade)")
-	keys := labelKeysOf(t, n)
+	keys := fixture.LabelKeysByManager(t, n)
 	assert.NotContains(t, keys, "profile-plugins/pss")
 	assert.NotContains(t, keys, "profile-plugins/mesh")
 	assert.ElementsMatch(t, []string{"enforce", "enforce-version", "mode"}, keys[plugin.LabelFieldManager])

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,30 +14,10 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
-
-// labelOwnersOf lists, from managedFields, the label keys each field manager owns.
-func labelOwnersOf(t *testing.T, n *corev1.Namespace) map[string][]string {
-	t.Helper()
-	out := map[string][]string{}
-	for _, e := range n.ManagedFields {
-		var f struct {
-			Metadata struct {
-				Labels map[string]any `json:"f:labels"`
-			} `json:"f:metadata"`
-		}
-		require.NoError(t, json.Unmarshal(e.FieldsV1.GetRawBytes(), &f))
-		for k := range f.Metadata.Labels {
-			if key, ok := strings.CutPrefix(k, "f:"); ok {
-				out[e.Manager] = append(out[e.Manager], key)
-			}
-		}
-		slices.Sort(out[e.Manager])
-	}
-	return out
-}
 
 // countNamespaceWrites makes the runner record the field manager of each namespace write it sends.
 func (h *harness) countNamespaceWrites() *[]string {
@@ -78,7 +57,7 @@ func TestFirstReconcileWritesTheNamespaceOnce(t *testing.T) {
 		"pss":      {"pod-security.kubernetes.io/audit", "pod-security.kubernetes.io/audit-version", "pod-security.kubernetes.io/enforce", "pod-security.kubernetes.io/enforce-version", "pod-security.kubernetes.io/warn", "pod-security.kubernetes.io/warn-version"},
 		"waypoint": {"istio-injection", "istio.io/dataplane-mode"},
 	}, decodeOwners(t, n))
-	keys := labelOwnersOf(t, n)
+	keys := fixture.LabelKeysByManager(t, n)
 	assert.NotContains(t, keys, plugin.FieldManager("pss"))
 	assert.NotContains(t, keys, plugin.FieldManager("waypoint"))
 	assert.Len(t, keys[plugin.LabelFieldManager], 8)
@@ -124,7 +103,7 @@ func (h *harness) rewind(ns string, retired map[string]map[string]string) (wante
 	require.NoError(h.t, c.Apply(ctx, corev1ac.Namespace(ns).WithLabels(map[string]string{"team": "research"}), client.FieldOwner("profiles-controller")))
 	old := h.namespace(ns)
 	require.NotContains(h.t, old.Annotations, plugin.LabelOwnersAnnotation)
-	require.NotContains(h.t, labelOwnersOf(h.t, old), plugin.LabelFieldManager)
+	require.NotContains(h.t, fixture.LabelKeysByManager(h.t, old), plugin.LabelFieldManager)
 	for _, labels := range retired {
 		for k, v := range labels {
 			require.Equal(h.t, v, old.Labels[k])
@@ -174,7 +153,7 @@ func TestUpgradeTakesOverThePerPluginLabelManagers(t *testing.T) {
 			assert.Equal(t, tc.writes, *written)
 			n := h.namespace(tc.ns)
 			assert.Equal(t, wanted, n.Labels, "every wanted label stays; the retired ones are gone")
-			keys := labelOwnersOf(t, n)
+			keys := fixture.LabelKeysByManager(t, n)
 			assert.NotContains(t, keys, plugin.FieldManager("pss"), "released")
 			assert.NotContains(t, keys, plugin.FieldManager("waypoint"), "released")
 			assert.Equal(t, []string{"team"}, keys["profiles-controller"])
