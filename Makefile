@@ -24,7 +24,7 @@ NEWEST = sigs.k8s.io/controller-runtime@v0.25.2 k8s.io/api@v0.37.2 k8s.io/apimac
 NEWEST_MODFILE = $(BIN)/newest/go.mod
 
 # Fuzz targets as package:Function. `make fuzz` runs each for FUZZTIME; `make test` briefly.
-FUZZ_TARGETS = ./plugin/config:FuzzParseConfig ./plugin/profilev1:FuzzParseProfile .:FuzzGenerate ./authz:FuzzIdentityMatchesOnlyItself
+FUZZ_TARGETS = ./config/v1alpha1:FuzzParseConfig ./kubeflow/profilev1:FuzzParseProfile .:FuzzGenerate ./authz:FuzzIdentityMatchesOnlyItself
 FUZZTIME    ?= 60s
 
 .PHONY: test unit lint golangci-lint floors envtest fuzz fuzz-short bench bench-scale bench-report render update-golden test-newest mutate
@@ -127,7 +127,7 @@ update-golden: $(NEEDS_ENVTEST)
 	$(GO) test -count=1 $(GOLDEN_PKGS) -update
 
 # Library packages whose unit tests must kill the mutants gremlins makes (each directory recursively).
-MUTATE_PKGS = plugin authz pss waypoint
+MUTATE_PKGS = plugin runner ownership config kubeflow authz pss waypoint platform
 MUTATE_EFFICACY ?= 95
 
 ## mutate: mutation testing of the library packages with gremlins (hack/gremlins pins v0.6.0); fails

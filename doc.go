@@ -5,7 +5,7 @@
 // [New] returns the plugin set for an admin's [Config] (the waypoint, the access policies and Pod
 // Security), [NewRunner] wraps it in the [Runner] that writes it, and [AddToScheme] registers the
 // types the plugins emit. The profiles controller's own reconciler hands its Profile to
-// [github.com/kubeflow-ambient/profile-plugins/plugin/kubeflow], which maps the runner's
+// [github.com/kubeflow-ambient/profile-plugins/kubeflow], which maps the runner's
 // [Result] onto a controller-runtime result.
 //
 // The names here are aliases of the packages that define them (plugin, plugin/config), in the

@@ -9,10 +9,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 const plainProfile = `apiVersion: kubeflow.org/v1
@@ -22,7 +23,7 @@ spec:
   owner: {kind: User, name: alice@example.com}
 `
 
-func renderProfile(t *testing.T, cfg *config.Config, doc string) *plugin.Rendering {
+func renderProfile(t *testing.T, cfg *config.Config, doc string) *runner.Rendering {
 	t.Helper()
 	p, err := profilev1.ParseYAML([]byte(doc))
 	require.NoError(t, err)
@@ -30,7 +31,7 @@ func renderProfile(t *testing.T, cfg *config.Config, doc string) *plugin.Renderi
 	require.NoError(t, err)
 	target := plugin.Target{Namespace: p.Name, Owner: p.Spec.Owner.Name, Profile: p,
 		Observed: plugin.Observed{Objects: []client.Object{fixture.ProgrammedGateway(cfg, p.Name)}}}
-	r, err := plugin.Render(plugin.NewScheme(), ps, target)
+	r, err := runner.Render(runner.NewScheme(), ps, target)
 	require.NoError(t, err)
 	return r
 }
@@ -102,7 +103,7 @@ func TestHostileOwnersAreRefused(t *testing.T) {
 			require.NoError(t, err)
 			ps, err := plugins.New(config.Default())
 			require.NoError(t, err)
-			r, err := plugin.Render(plugin.NewScheme(), ps, plugin.Target{Namespace: "alice", Owner: p.Spec.Owner.Name, Profile: p})
+			r, err := runner.Render(runner.NewScheme(), ps, plugin.Target{Namespace: "alice", Owner: p.Spec.Owner.Name, Profile: p})
 			require.NoError(t, err, "the namespace keeps its protection")
 			require.NotEmpty(t, r.Errors)
 			assert.Contains(t, errors.Join(r.Errors...).Error(), "spec.owner.name")

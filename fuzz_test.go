@@ -14,10 +14,11 @@ import (
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/authz"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // FuzzGenerate runs every generator with fuzzed names, owners, contributors and options. An owner
@@ -56,7 +57,7 @@ func FuzzGenerate(f *testing.F) {
 			Profile:  &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 			Observed: plugin.Observed{Objects: []client.Object{binding, fixture.ProgrammedGateway(cfg, ns)}},
 		}
-		r, err := plugin.Render(plugin.NewScheme(), ps, target)
+		r, err := runner.Render(runner.NewScheme(), ps, target)
 		require.NoError(t, err, "an owner or contributor the policies cannot carry never takes the namespace's protection down")
 		// Only the owner and the contributor can be refused; a refused owner leaves the owner
 		// policy without a user rule, a refused contributor only its own policy out.

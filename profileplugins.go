@@ -8,20 +8,48 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeflow-ambient/profile-plugins/authz"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 	"github.com/kubeflow-ambient/profile-plugins/pss"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
 // Config is the admin's configuration of every plugin; see [config.Config].
 type Config = config.Config
 
-// Runner writes what the plugins want for one Profile at a time; see [plugin.Runner].
-type Runner = plugin.Runner
+// Runner writes what the plugins want for one Profile at a time; see [runner.Runner].
+type Runner = runner.Runner
 
-// Result reports one Apply or Revoke; see [plugin.Result].
-type Result = plugin.Result
+// Result reports one Apply or Revoke; see [runner.Result].
+type Result = runner.Result
+
+// Option configures the Runner [NewRunner] returns; see [runner.Option].
+type Option = runner.Option
+
+// Integration runs the plugins from the profiles controller's reconciler; see [kubeflow.Integration].
+type Integration = kubeflow.Integration
+
+var (
+	// WithManager makes the Runner read through a manager's cache, and past it for what the cache
+	// options select; see [runner.WithManager].
+	WithManager = runner.WithManager
+	// CacheOptions are the manager cache options the plugins need; see [runner.CacheOptions].
+	CacheOptions = runner.CacheOptions
+	// CacheByObject is CacheOptions' ByObject, for a manager that sets other cache options too;
+	// see [runner.CacheByObject].
+	CacheByObject = runner.CacheByObject
+	// WithWarnings returns a copy of a rest.Config whose API warnings also reach each Result; see
+	// [runner.WithWarnings].
+	WithWarnings func(cfg *rest.Config) *rest.Config = runner.WithWarnings
+	// AddToScheme adds the types the plugins write and read (Kubernetes core, Istio security/v1,
+	// Gateway API v1). It does not add a Profile type: the profiles controller has its own.
+	AddToScheme func(s *runtime.Scheme) error = runner.AddToScheme
+	// DefaultConfig is the configuration with every documented default; see [config.Default].
+	DefaultConfig = config.Default
+)
 
 // LoadConfig reads and validates a PluginConfig file; see [config.Load]. An empty path means the
 // documented defaults, so a controller's flag for the file may default to "".
@@ -31,17 +59,6 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	return config.Load(path)
 }
-
-// WithWarnings returns a copy of cfg whose API warnings also reach each Result, keeping the
-// handler cfg had (controller-runtime's warning logger by default); see [plugin.WithWarnings].
-func WithWarnings(cfg *rest.Config) *rest.Config { return plugin.WithWarnings(cfg) }
-
-// DefaultConfig is the configuration with every documented default; see [config.Default].
-func DefaultConfig() *Config { return config.Default() }
-
-// AddToScheme adds the types the plugins write and read (Kubernetes core, Istio security/v1,
-// Gateway API v1) to s. It does not add a Profile type: the profiles controller has its own.
-func AddToScheme(s *runtime.Scheme) error { return plugin.AddToScheme(s) }
 
 // New returns every plugin for cfg, in the order the runner must run them: access policies first,
 // then the mesh (whose enrolment labels wait for the ztunnel policy the access plugin writes),
@@ -59,19 +76,19 @@ func New(cfg *Config) ([]plugin.Plugin, error) {
 }
 
 // NewRunner returns a runner of the full plugin set for cfg that writes through c and reads
-// through c as well (set Runner.Reader to read through a cache). Its namespace policy follows
-// cfg.Namespaces and refuses every namespace in cfg.ReservedNamespaces(). Like [New], it refuses
-// a cfg that does not validate.
-func NewRunner(c client.Client, cfg *Config) (*Runner, error) {
+// through c as well, configured by opts (with [WithManager], through the manager's cache). Its
+// namespace policy follows cfg.Namespaces and refuses every namespace in
+// cfg.ReservedNamespaces(). Like [New], it refuses a cfg that does not validate.
+func NewRunner(c client.Client, cfg *Config, opts ...Option) (*Runner, error) {
 	ps, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	r, err := plugin.NewRunner(c, ps...)
+	r, err := runner.New(c, ps, opts...)
 	if err != nil {
 		return nil, err
 	}
-	r.Namespaces = plugin.NamespacePolicy{
+	r.Namespaces = ownership.Policy{
 		RequireOwnerReference: cfg.Namespaces.Ownership == config.OwnershipReference,
 		Reserved:              cfg.ReservedNamespaces(),
 	}

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 )
 
 // Annotations the profiles controller and kfam put on their policies; the dashboard reads them.

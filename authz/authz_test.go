@@ -14,10 +14,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeflow-ambient/profile-plugins/authz"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 const (
@@ -84,10 +85,10 @@ const platformCallersSidecar = `authorization:
   - {name: katib-controller, principal: cluster.local/ns/kubeflow/sa/katib-controller, dataPlane: sidecar, ports: [6789]}
 `
 
-func generate(t *testing.T, cfg *config.Config, observed ...client.Object) *plugin.Rendering {
+func generate(t *testing.T, cfg *config.Config, observed ...client.Object) *runner.Rendering {
 	t.Helper()
 	target := plugin.Target{Namespace: ns, Owner: owner, Observed: plugin.Observed{Objects: observed}}
-	r, err := plugin.Render(plugin.NewScheme(), []plugin.Plugin{authz.New(cfg)}, target)
+	r, err := runner.Render(runner.NewScheme(), []plugin.Plugin{authz.New(cfg)}, target)
 	require.NoError(t, err)
 	return r
 }
@@ -299,7 +300,7 @@ func TestConverter(t *testing.T) {
 			assert.Equal(t, tc.wantL7, rep.L7)
 			assert.Nil(t, out.Spec.Selector)
 			assert.NotNil(t, in.Spec.Selector, "the input is not modified")
-			enc, err := plugin.EncodeYAML(plugin.NewScheme(), out)
+			enc, err := runner.EncodeYAML(runner.NewScheme(), out)
 			require.NoError(t, err)
 			golden.Assert(t, "authz/convert-"+tc.file+".yaml", enc)
 

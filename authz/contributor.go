@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 )
 
 // Contributor roles kfam grants.

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeflow-ambient/profile-plugins/authz"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 )
 
 func ExampleContributorPolicy() {

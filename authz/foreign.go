@@ -12,8 +12,8 @@ import (
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
 
 // foreignAllowAll warns about ALLOW policies another writer put where the plugin's policies

@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 )
 
 // Plugin generates what one concern (the waypoint, the access policies, Pod Security) wants in a
@@ -102,10 +102,6 @@ type Observed struct {
 	// that makes an object such a label requires keeps making it while the label is held, so the
 	// object stays intact until the label goes.
 	Held map[string]string
-
-	// notServed are the kinds of the plugins' Kinds that the API server does not serve (their
-	// CRDs are not installed): they have no objects, and a plugin that wants one fails.
-	notServed map[schema.GroupVersionKind]bool
 }
 
 // Lookup returns the observed object of type T named name, if there is one.

@@ -24,7 +24,7 @@
 // plugin keeps the current enforce level and waits until the pods comply. Hold keeps an existing
 // level only: a namespace with no enforce label (which means privileged) gets the configured level
 // at once, and the violating pods are reported as warnings. A runner that lists pods only when a
-// decision needs them (plugin.Runner.APIReader) lists them for hold alone: otherwise the report is
+// decision needs them (runner.Runner.APIReader) lists them for hold alone: otherwise the report is
 // a warning, and the API server gives it itself when the stricter label is written.
 //
 // The configured level is a floor. When another writer (a GitOps tool, an admin's kubectl) holds a

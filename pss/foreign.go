@@ -7,8 +7,8 @@ import (
 
 	psaapi "k8s.io/pod-security-admission/api"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
 
 // mode is one Pod Security mode and its pair of namespace labels.

@@ -13,9 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/pss"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 const (
@@ -130,12 +132,12 @@ func TestRunnerKeepsAGitOpsToolsStricterEnforce(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "u-1"},
 		Spec:       profilev1.ProfileSpec{Owner: fixture.User("user@example.com")},
 	}
-	c := fake.NewClientBuilder().WithScheme(plugin.NewScheme()).WithReturnManagedFields().WithObjects(&corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: map[string]string{plugin.OwnerAnnotation: "user@example.com"}},
+	c := fake.NewClientBuilder().WithScheme(runner.NewScheme()).WithReturnManagedFields().WithObjects(&corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: map[string]string{ownership.OwnerAnnotation: "user@example.com"}},
 	}).Build()
 	p, err := pss.New(fixture.Config(t, ""))
 	require.NoError(t, err)
-	r, err := plugin.NewRunner(c, p)
+	r, err := runner.NewRunner(c, p)
 	require.NoError(t, err)
 	enforce := func() (string, bool) {
 		n := &corev1.Namespace{}

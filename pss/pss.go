@@ -14,9 +14,9 @@ import (
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 )
 
 const (
@@ -71,7 +71,7 @@ func (p *Plugin) NeedsPods() bool { return true }
 // that makes enforce stricter, Pod Security admission evaluates the namespace's pods and answers
 // "existing pods in namespace ... violate the new PodSecurity enforce level" with one warning per
 // violation (k8s.io/pod-security-admission admission/admission.go, ValidateNamespace and
-// EvaluatePodsInNamespace), which reaches the Result (plugin.WithWarnings).
+// EvaluatePodsInNamespace), which reaches the Result (runner.WithWarnings).
 func (p *Plugin) NeedsPodsFor(t plugin.Target, d plugin.Desired) bool {
 	if p.cfg.PodSecurity.Preflight != config.PreflightHold {
 		return false

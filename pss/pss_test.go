@@ -10,12 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/pss"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 const ns = "kubeflow-user-example-com"
@@ -135,7 +136,7 @@ func TestGolden(t *testing.T) {
 			if tc.profile != nil {
 				target.Namespace = tc.profile.Name
 			}
-			r, err := plugin.Render(plugin.NewScheme(), []plugin.Plugin{p}, target)
+			r, err := runner.Render(runner.NewScheme(), []plugin.Plugin{p}, target)
 			require.NoError(t, err)
 			assert.Equal(t, tc.enforce, r.Namespace.GetLabels()["pod-security.kubernetes.io/enforce"])
 			require.Len(t, r.Errors, len(tc.errs), "%v", r.Errors)
@@ -150,7 +151,7 @@ func TestGolden(t *testing.T) {
 }
 
 // notes appends what the Result would say, as YAML comments, so the golden file shows it too.
-func notes(r *plugin.Rendering) []byte {
+func notes(r *runner.Rendering) []byte {
 	var b strings.Builder
 	for _, e := range r.Errors {
 		fmt.Fprintf(&b, "# error: %v\n", e)

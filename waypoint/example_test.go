@@ -9,14 +9,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
 func ExampleGateway() {
 	cfg := config.Default()
-	out, _ := plugin.EncodeYAML(plugin.NewScheme(), waypoint.Gateway(cfg, "alice"))
+	out, _ := runner.EncodeYAML(runner.NewScheme(), waypoint.Gateway(cfg, "alice"))
 	os.Stdout.Write(out)
 	// Output:
 	// apiVersion: gateway.networking.k8s.io/v1
@@ -64,7 +65,7 @@ func ExampleClassDefaults() {
 		fmt.Println(err)
 		return
 	}
-	out, _ := plugin.EncodeYAML(plugin.NewScheme(), cm)
+	out, _ := runner.EncodeYAML(runner.NewScheme(), cm)
 	os.Stdout.Write(out)
 	// Output:
 	// apiVersion: v1

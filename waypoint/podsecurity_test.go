@@ -13,7 +13,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 

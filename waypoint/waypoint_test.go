@@ -11,10 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -22,10 +23,10 @@ const ns = "kubeflow-user-example-com"
 
 func programmed(cfg *config.Config) *gatewayv1.Gateway { return fixture.ProgrammedGateway(cfg, ns) }
 
-func render(t *testing.T, cfg *config.Config, observed ...client.Object) *plugin.Rendering {
+func render(t *testing.T, cfg *config.Config, observed ...client.Object) *runner.Rendering {
 	t.Helper()
 	target := plugin.Target{Namespace: ns, Owner: "user@example.com", Observed: plugin.Observed{Objects: observed}}
-	r, err := plugin.Render(plugin.NewScheme(), []plugin.Plugin{waypoint.New(cfg)}, target)
+	r, err := runner.Render(runner.NewScheme(), []plugin.Plugin{waypoint.New(cfg)}, target)
 	require.NoError(t, err)
 	return r
 }
@@ -68,7 +69,7 @@ func TestGolden(t *testing.T) {
 			// The authz plugin is not in this set: render the ztunnel policy as existing, as the
 			// full set would, by adding a stand-in plugin.
 			target := plugin.Target{Namespace: ns, Owner: "user@example.com", Observed: plugin.Observed{Objects: observed}}
-			r, err := plugin.Render(plugin.NewScheme(), []plugin.Plugin{waypoint.New(cfg), ztunnelStandIn{cfg}}, target)
+			r, err := runner.Render(runner.NewScheme(), []plugin.Plugin{waypoint.New(cfg), ztunnelStandIn{cfg}}, target)
 			require.NoError(t, err)
 			labels := r.Namespace.GetLabels()
 			for k, v := range tc.wantLabels {
@@ -191,7 +192,7 @@ func TestClusterDefaultDenyGolden(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, p.Spec.Rules, "an ALLOW policy with no rules allows nothing")
 	assert.Nil(t, p.Spec.Selector)
-	out, err := plugin.EncodeYAML(plugin.NewScheme(), p)
+	out, err := runner.EncodeYAML(runner.NewScheme(), p)
 	require.NoError(t, err)
 	golden.Assert(t, "waypoint/cluster-default-deny.yaml", out)
 }

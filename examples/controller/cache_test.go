@@ -20,10 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // collectionReads records the manager's reads of whole collections (list and watch requests), which
@@ -168,7 +169,7 @@ func TestCacheOptionsSelectTheManagedConfigMaps(t *testing.T) {
 	require.Len(t, opts.ByObject, 1)
 	for obj, by := range opts.ByObject {
 		assert.IsType(t, &corev1.ConfigMap{}, obj)
-		assert.Equal(t, plugin.ManagedSelector().String(), by.Label.String())
+		assert.Equal(t, runner.ManagedSelector().String(), by.Label.String())
 	}
 	assert.Nil(t, opts.DefaultLabelSelector, "other kinds are not selected")
 }
@@ -229,7 +230,7 @@ func TestFirstReconcileOfANewNamespaceReadsNothingPastTheCache(t *testing.T) {
 	reads := &namespaceReads{}
 	restCfg := rest.CopyConfig(env.Base)
 	restCfg.WrapTransport = reads.wrap
-	mgr, err := ctrl.NewManager(plugin.WithWarnings(restCfg), ctrl.Options{Scheme: envtest.NewScheme(), Cache: cacheOptions(),
+	mgr, err := ctrl.NewManager(runner.WithWarnings(restCfg), ctrl.Options{Scheme: envtest.NewScheme(), Cache: cacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

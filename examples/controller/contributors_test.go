@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubeflow-ambient/profile-plugins/authz"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
 
 // reconcileLog wraps the Reconciler and notes, after each call, which contributor policies exist

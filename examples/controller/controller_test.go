@@ -26,11 +26,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 func TestMain(m *testing.M) { envtest.Main(m) }
@@ -127,7 +127,7 @@ func TestEndToEnd(t *testing.T) {
 	writes := h.env.Requests.Writes()
 	res := h.reconcile(ns)
 	assert.Greater(t, h.env.Requests.Writes(), writes, "the counter sees writes")
-	assert.Equal(t, plugin.DefaultWaitRequeue, res.RequeueAfter, "waiting for the waypoint asks for a requeue")
+	assert.Equal(t, runner.DefaultWaitRequeue, res.RequeueAfter, "waiting for the waypoint asks for a requeue")
 	labels := h.labels(ns)
 	assert.Equal(t, "ambient", labels["istio.io/dataplane-mode"], "the ztunnel policy exists, so the namespace is enrolled")
 	assert.Equal(t, "disabled", labels["istio-injection"])

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 
 	"github.com/stretchr/testify/require"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -23,10 +25,10 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 )
 
 // faulty fails the k-th write it sees (1-based). Some faults happen after the server applied the
@@ -98,12 +100,12 @@ func TestFaultInjection(t *testing.T) {
 		{name: "switch to sidecar", mode: config.ModeSidecar},
 		{name: "back to ambient", mode: config.ModeAmbient},
 	}
-	apply := func(t *testing.T, c client.Client, ns string, mode config.MeshMode) *plugin.Result {
+	apply := func(t *testing.T, c client.Client, ns string, mode config.MeshMode) *runner.Result {
 		cfg := config.Default()
 		cfg.Mesh.Mode = mode
 		ps, err := plugins.New(cfg)
 		require.NoError(t, err)
-		runner, err := plugin.NewRunner(c, ps...)
+		runner, err := runner.NewRunner(c, ps...)
 		require.NoError(t, err)
 		return runner.Apply(context.Background(), profileFor(ns))
 	}
@@ -176,7 +178,7 @@ func profileFor(ns string) *profilev1.Profile {
 func prepareNamespace(t *testing.T, c client.Client, ns string) {
 	t.Helper()
 	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "ml"},
-		Annotations: map[string]string{plugin.OwnerAnnotation: ns + "@example.com"}}}))
+		Annotations: map[string]string{ownership.OwnerAnnotation: ns + "@example.com"}}}))
 	require.NoError(t, c.Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "notes", Namespace: ns}, Data: map[string]string{"a": "b"},
 	}))

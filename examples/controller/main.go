@@ -7,7 +7,7 @@
 // It creates a Profile's namespace when missing, applies the plugins, writes their condition to
 // the Profile's status, records events for warnings and errors, exposes Prometheus metrics, and
 // revokes everything through a finalizer when the Profile is deleted. It also checks the platform
-// around the user namespaces (see profileplugins.CheckPlatform and platform.go).
+// around the user namespaces (see platform.Check and platform.go).
 package main
 
 import (
@@ -41,9 +41,9 @@ import (
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/authz"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 func main() {
@@ -75,7 +75,7 @@ func run(configPath, metricsAddr, probeAddr string, leaderElect bool, leaderID s
 	}
 	logConfigWarnings(ctrl.Log.WithName("setup"), cfg)
 	// PodSecurity and other API warnings reach each Result, and controller-runtime's log.
-	restCfg := plugin.WithWarnings(ctrl.GetConfigOrDie())
+	restCfg := runner.WithWarnings(ctrl.GetConfigOrDie())
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 newScheme(),
@@ -120,7 +120,7 @@ func logConfigWarnings(logger logr.Logger, cfg *config.Config) {
 
 // newScheme registers what the plugins write and the Profile this controller watches.
 func newScheme() *runtime.Scheme {
-	s := plugin.NewScheme()
+	s := runner.NewScheme()
 	utilruntime.Must(profilev1.AddToScheme(s))
 	return s
 }
@@ -143,13 +143,13 @@ func cacheOptions() cache.Options {
 
 // newManagedReconciler is newReconciler reading through mgr's cache (built from cacheOptions), and
 // past it through its API reader for what the cache does not hold: pods, when a decision needs
-// them, and wanted names of the kinds the cache selects (plugins.UseManager).
+// them, and wanted names of the kinds the cache selects (plugins.WithManager).
 func newManagedReconciler(mgr ctrl.Manager, cfg *config.Config) (*Reconciler, error) {
 	r, err := newReconciler(mgr.GetClient(), cfg)
 	if err != nil {
 		return nil, err
 	}
-	plugins.UseManager(r.Runner, mgr, cacheOptions())
+	plugins.WithManager(mgr, cacheOptions())(r.Runner)
 	return r, nil
 }
 

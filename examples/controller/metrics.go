@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // Metrics are the controller's Prometheus metrics.
@@ -40,7 +40,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) observe(profile string, res *plugin.Result) {
+func (m *Metrics) observe(profile string, res *runner.Result) {
 	if m == nil {
 		return
 	}

@@ -10,10 +10,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // The controller starts and reconciles through its watches on a cluster without the CRDs its mode
@@ -47,7 +47,7 @@ func TestTheControllerStartsWithoutCRDsItsModeDoesNotNeed(t *testing.T) {
 					return false
 				}
 				for _, c := range p.Status.Conditions {
-					if c.Type == plugin.ConditionType {
+					if c.Type == runner.ConditionType {
 						return c.Status == "True"
 					}
 				}

@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	plugins "github.com/kubeflow-ambient/profile-plugins"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/platform"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -46,7 +46,7 @@ const PlatformReason = "PlatformFinding"
 // collapses into it, so the check never runs twice at once.
 var platformRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "platform"}}
 
-// PlatformCheck runs profileplugins.CheckPlatform at start, when a watched input changes, and
+// PlatformCheck runs platform.Check at start, when a watched input changes, and
 // every Interval, and reports each finding once when it appears: an event on the Namespace the
 // finding is about (kubectl describe namespace kubeflow shows it), a log line, and the gauge
 // profile_plugins_platform_findings by kind. A resolved finding is logged too.
@@ -60,7 +60,7 @@ type PlatformCheck struct {
 	Interval time.Duration
 
 	mu       sync.Mutex
-	reported map[string]plugins.PlatformFinding
+	reported map[string]platform.Finding
 }
 
 // NewPlatformFindings creates the gauge of current platform findings by kind and registers it.
@@ -75,7 +75,7 @@ func NewPlatformFindings(reg prometheus.Registerer) *prometheus.GaugeVec {
 
 // Reconcile implements reconcile.Reconciler: it runs the check and asks to run again after Interval.
 func (p *PlatformCheck) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.Result, error) {
-	report, err := plugins.CheckPlatform(ctx, p.Reader, p.Config)
+	report, err := platform.Check(ctx, p.Reader, p.Config)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -91,16 +91,16 @@ func (p *PlatformCheck) interval() time.Duration {
 }
 
 // publish sets the gauge and says what is new and what is gone since the last check.
-func (p *PlatformCheck) publish(ctx context.Context, report plugins.PlatformReport) {
+func (p *PlatformCheck) publish(ctx context.Context, report platform.Report) {
 	logger := log.FromContext(ctx)
-	counts := map[plugins.FindingKind]int{}
-	now := map[string]plugins.PlatformFinding{}
+	counts := map[platform.FindingKind]int{}
+	now := map[string]platform.Finding{}
 	for _, f := range report.Findings {
 		counts[f.Kind]++
 		now[f.String()] = f
 	}
 	if p.Findings != nil {
-		for _, k := range plugins.FindingKinds() {
+		for _, k := range platform.FindingKinds() {
 			p.Findings.WithLabelValues(string(k)).Set(float64(counts[k]))
 		}
 	}

@@ -22,10 +22,10 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	plugins "github.com/kubeflow-ambient/profile-plugins"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/platform"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -51,7 +51,7 @@ func (l *logLines) has(parts ...string) bool {
 }
 
 // startPlatformCheck runs only the platform check in a manager, as the user bound to
-// config/rbac/role.yaml, so a read the role does not grant fails the test.
+// deploy/rbac/role.yaml, so a read the role does not grant fails the test.
 func startPlatformCheck(t *testing.T, env *envtest.Env, cfg *config.Config, logs *logLines) *prometheus.GaugeVec {
 	t.Helper()
 	applyRoles(t, env.Client)
@@ -102,12 +102,12 @@ func TestPlatformCheckReports(t *testing.T) {
 
 	logs := &logLines{}
 	gauge := startPlatformCheck(t, env, cfg, logs)
-	kind := func(k plugins.FindingKind) func() bool {
+	kind := func(k platform.FindingKind) func() bool {
 		return func() bool { return testutil.ToFloat64(gauge.WithLabelValues(string(k))) == 1 }
 	}
-	require.Eventually(t, kind(plugins.FindingDataPlaneMismatch), 20*time.Second, 100*time.Millisecond, "checked at start")
-	require.Eventually(t, kind(plugins.FindingWaypointCannotStart), 20*time.Second, 100*time.Millisecond)
-	assert.Zero(t, testutil.ToFloat64(gauge.WithLabelValues(string(plugins.FindingCallerNotInMesh))), "every kind is reported, absent ones as zero")
+	require.Eventually(t, kind(platform.FindingDataPlaneMismatch), 20*time.Second, 100*time.Millisecond, "checked at start")
+	require.Eventually(t, kind(platform.FindingWaypointCannotStart), 20*time.Second, 100*time.Millisecond)
+	assert.Zero(t, testutil.ToFloat64(gauge.WithLabelValues(string(platform.FindingCallerNotInMesh))), "every kind is reported, absent ones as zero")
 	assert.True(t, logs.has(`"msg"="platform finding"`, `"kind"="DataPlaneMismatch"`, `"what"="culler"`, "set dataPlane: sidecar for culler"), "%v", logs.lines)
 
 	require.Eventually(t, func() bool {
@@ -115,7 +115,7 @@ func TestPlatformCheckReports(t *testing.T) {
 		require.NoError(t, c.List(ctx, list))
 		for _, e := range list.Items {
 			if e.Regarding.Kind == "Namespace" && e.Regarding.Name == "pc-kubeflow" && e.Reason == PlatformReason &&
-				e.Type == corev1.EventTypeWarning && e.Action == string(plugins.FindingDataPlaneMismatch) &&
+				e.Type == corev1.EventTypeWarning && e.Action == string(platform.FindingDataPlaneMismatch) &&
 				strings.Contains(e.Note, "runs with a sidecar") {
 				return true
 			}
@@ -128,14 +128,14 @@ func TestPlatformCheckReports(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "pc-istiod", Name: "waypoint-defaults", Labels: map[string]string{waypoint.ClassDefaultsLabel: "istio-waypoint"}},
 		Data:       map[string]string{"deployment": "spec:\n  template:\n    spec:\n      securityContext:\n        seccompProfile:\n          type: RuntimeDefault\n"},
 	}))
-	require.Eventually(t, func() bool { return !kind(plugins.FindingWaypointCannotStart)() }, 20*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return !kind(platform.FindingWaypointCannotStart)() }, 20*time.Second, 100*time.Millisecond)
 	assert.True(t, logs.has(`"msg"="platform finding resolved"`, `"kind"="WaypointCannotStart"`), "%v", logs.lines)
 
 	// The caller's namespace moves to ambient: a Namespace event re-runs the check; with no pods
 	// left the verdict comes from the labels.
 	require.NoError(t, c.Delete(ctx, fixture.MeshPod("pc-kubeflow", "culler-1", "culler", nil)))
 	fixture.Label(t, c, "pc-kubeflow", map[string]*string{"istio.io/dataplane-mode": ptr.To("ambient"), "istio-injection": nil})
-	require.Eventually(t, func() bool { return !kind(plugins.FindingDataPlaneMismatch)() }, 20*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return !kind(platform.FindingDataPlaneMismatch)() }, 20*time.Second, 100*time.Millisecond)
 }
 
 // The check re-runs when any namespace it reads changes, the L4 exceptions' included.

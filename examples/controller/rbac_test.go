@@ -26,22 +26,22 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 )
 
-// rbacUser is who the controller runs as in TestRoleIsEnough: bound to config/rbac/role.yaml only.
+// rbacUser is who the controller runs as in TestRoleIsEnough: bound to deploy/rbac/role.yaml only.
 const rbacUser = "profile-plugins-rbac-test"
 
-// applyRoles creates every object of config/rbac/role.yaml, exactly as written, and binds each
+// applyRoles creates every object of deploy/rbac/role.yaml, exactly as written, and binds each
 // role to rbacUser.
 func applyRoles(t *testing.T, c client.Client) {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeflow"}})))
-	f, err := os.Open(filepath.Join(golden.ModuleRoot(t), "config", "rbac", "role.yaml"))
+	f, err := os.Open(filepath.Join(golden.ModuleRoot(t), "deploy", "rbac", "role.yaml"))
 	require.NoError(t, err)
 	defer f.Close()
 	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
@@ -94,7 +94,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// The reference controller, running as a user that has only config/rbac/role.yaml (with leader
+// The reference controller, running as a user that has only deploy/rbac/role.yaml (with leader
 // election), applies a Profile, enrols its namespace, reaches a steady state that writes nothing,
 // and revokes everything on deletion. Any rule missing from the role shows up as a forbidden
 // request the controller cannot converge past.

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -28,7 +28,7 @@ const Finalizer = "profile-plugins.kubeflow-ambient.io/revoke"
 // status only when the condition changes, and events only when what they say is new.
 type Reconciler struct {
 	Client   client.Client
-	Runner   *plugin.Runner
+	Runner   *runner.Runner
 	Recorder events.EventRecorder
 	Metrics  *Metrics
 
@@ -125,7 +125,7 @@ func (r *Reconciler) writeCondition(ctx context.Context, profile *profilev1.Prof
 }
 
 // say records the Result's errors and warnings as events on the Profile, once per change.
-func (r *Reconciler) say(profile *profilev1.Profile, res *plugin.Result) {
+func (r *Reconciler) say(profile *profilev1.Profile, res *runner.Result) {
 	var lines []string
 	for _, w := range res.Warnings() {
 		lines = append(lines, "W "+w)
@@ -159,7 +159,7 @@ func (r *Reconciler) forget(name string) {
 }
 
 // waitingForWaypoint reports whether the waypoint plugin of res is waiting.
-func waitingForWaypoint(res *plugin.Result) bool {
+func waitingForWaypoint(res *runner.Result) bool {
 	for _, p := range res.Plugins {
 		if p.Plugin == waypoint.PluginName {
 			for _, w := range p.Waiting {

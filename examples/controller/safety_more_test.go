@@ -15,8 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
 
 // handedOver creates ns as an admin would before the Profile exists, handed over by its owner
@@ -25,7 +26,7 @@ func (h *harness) handedOver(ns, owner string) {
 	h.t.Helper()
 	c := h.env.Client
 	require.NoError(h.t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Annotations: map[string]string{plugin.OwnerAnnotation: owner}}}))
+		Annotations: map[string]string{ownership.OwnerAnnotation: owner}}}))
 	require.NoError(h.t, c.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}))
 }
 

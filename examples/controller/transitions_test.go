@@ -17,7 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 )
 
 // anyAllowForSidecars reports whether some ALLOW policy in ns applies to sidecar-injected pods:

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeflow-ambient/profile-plugins/authz"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 func main() {
@@ -92,7 +92,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	out, err := plugin.EncodeYAML(plugin.NewScheme(), converted...)
+	out, err := runner.EncodeYAML(runner.NewScheme(), converted...)
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,9 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	"sigs.k8s.io/yaml"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // Actions of an ObjectChange or a LabelChange.
@@ -28,7 +29,7 @@ const (
 )
 
 // objectChanges lists the objects the Result says the apply writes, sorted by kind and name.
-func objectChanges(res *plugin.Result, diff bool) []ObjectChange {
+func objectChanges(res *dryRun, diff bool) []ObjectChange {
 	var out []ObjectChange
 	for _, r := range res.Plugins {
 		for action, refs := range map[string][]plugin.Ref{actionCreate: r.Created, actionUpdate: r.Updated, actionDelete: r.Deleted} {
@@ -59,7 +60,7 @@ func adoptedWarning(ref plugin.Ref) string {
 }
 
 // objectDiff is a unified diff of the object before the run and after its last dry-run write.
-func objectDiff(res *plugin.Result, ref plugin.Ref) string {
+func objectDiff(res *dryRun, ref plugin.Ref) string {
 	var before, after *unstructured.Unstructured
 	found := false
 	for _, w := range res.DryRun {
@@ -106,7 +107,7 @@ func cleanYAML(u *unstructured.Unstructured) string {
 
 // namespaceBeforeAfter is the namespace before the run and after its last dry-run write; ok is
 // false when the run did not write it.
-func namespaceBeforeAfter(res *plugin.Result) (before, after *unstructured.Unstructured, ok bool) {
+func namespaceBeforeAfter(res *dryRun) (before, after *unstructured.Unstructured, ok bool) {
 	for _, w := range res.DryRun {
 		if w.GVK.Group != "" || w.GVK.Kind != "Namespace" {
 			continue
@@ -121,7 +122,7 @@ func namespaceBeforeAfter(res *plugin.Result) (before, after *unstructured.Unstr
 
 // labelChanges compares the namespace's labels before and after the run, each attributed to the
 // plugin that set or removed it.
-func labelChanges(res *plugin.Result) []LabelChange {
+func labelChanges(res *dryRun) []LabelChange {
 	before, after, ok := namespaceBeforeAfter(res)
 	if !ok {
 		return nil
@@ -167,7 +168,7 @@ func mergeKeys(a, b map[string]string) map[string]bool {
 
 // secondWriters reports labels the plan changes that another field manager also owns: the
 // runner forces its value, and that writer may set its own back on its next reconcile.
-func secondWriters(res *plugin.Result, labels []LabelChange) []Finding {
+func secondWriters(res *dryRun, labels []LabelChange) []Finding {
 	before, _, ok := namespaceBeforeAfter(res)
 	if !ok || before == nil {
 		return nil
@@ -204,7 +205,7 @@ func foreignManagers(u *unstructured.Unstructured, key string) []string {
 }
 
 // enforceChange reports the namespace's enforce level before and after, when the plan tightens it.
-func enforceChange(res *plugin.Result) (before, after config.LevelVersion, tighter bool) {
+func enforceChange(res *dryRun) (before, after config.LevelVersion, tighter bool) {
 	b, a, ok := namespaceBeforeAfter(res)
 	if !ok || b == nil || a == nil {
 		return before, after, false
@@ -222,10 +223,10 @@ func enforceOf(labels map[string]string) config.LevelVersion {
 
 // warnings are the plugins' and the API server's warnings, once each, without the adoption
 // notes already shown on the objects.
-func warnings(res *plugin.Result) []Finding {
+func warnings(res *dryRun) []Finding {
 	var out []Finding
 	seen := map[Finding]bool{}
-	for _, f := range pluginFindings(res, func(r plugin.PluginResult) []string { return r.Warnings }) {
+	for _, f := range pluginFindings(res, func(r runner.PluginResult) []string { return r.Warnings }) {
 		if seen[f] || strings.HasPrefix(f.Message, "adopted ") {
 			continue
 		}

@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // Each kind of runner error lands where the admin looks for it, and decides the exit status.
@@ -22,9 +24,9 @@ func TestErrorsAreClassified(t *testing.T) {
 		where  func(*NamespacePlan) []Finding
 		status string
 	}{
-		{"conflict", &plugin.ConflictError{Plugin: "authz", Ref: plugin.Ref{GroupKind: gk, Name: "x"}},
+		{"conflict", &runner.ConflictError{Plugin: "authz", Ref: plugin.Ref{GroupKind: gk, Name: "x"}},
 			func(n *NamespacePlan) []Finding { return n.Conflicts }, statusAttention},
-		{"refused namespace", &plugin.NamespaceError{Namespace: "a", Profile: "a", Rule: "no"},
+		{"refused namespace", &ownership.NamespaceError{Namespace: "a", Profile: "a", Rule: "no"},
 			func(n *NamespacePlan) []Finding { return n.Refusals }, statusAttention},
 		{"admission says no", apierrors.NewInvalid(gk, "x", field.ErrorList{field.Invalid(field.NewPath("spec"), 1, "bad")}),
 			func(n *NamespacePlan) []Finding { return n.Refusals }, statusAttention},

@@ -5,7 +5,7 @@
 // create, update or delete, the labels to add, change or remove, conflicts, refusals, pods the new
 // enforce level would reject, what the plugins would wait for, and the namespace's readiness for
 // ambient mode. Before the namespaces it prints the platform check's findings
-// (profileplugins.CheckPlatform): platform callers on another data plane than configured, an
+// (platform.Check): platform callers on another data plane than configured, an
 // ingress gateway without pods, a waypoint that Pod Security would reject.
 //
 //	go run ./examples/plan                                  # current kubeconfig context, defaults
@@ -35,8 +35,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // Exit statuses.
@@ -137,7 +137,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, stdout, stderr io.Wri
 	}
 	cfg = rest.CopyConfig(cfg)
 	// Warnings (PodSecurity's among them) belong in the plan, not in a log line.
-	cfg.WarningHandlerWithContext = plugin.WarningHandler{}
+	cfg.WarningHandlerWithContext = runner.WarningHandler{}
 	p, err := newPlanner(cfg, pcfg, o.diff)
 	if err != nil {
 		fmt.Fprintln(stderr, "plan: "+oneLine(err))

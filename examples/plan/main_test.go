@@ -20,12 +20,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/platform"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
+	"github.com/kubeflow-ambient/profile-plugins/runner/dryrun"
 )
 
 // rollout is the prepared cluster of the issue: a healthy namespace, one with kfam's legacy owner
@@ -136,12 +138,10 @@ func assertRevokeDryRun(t *testing.T, c client.Client, configPath string, profil
 	runner, err := plugins.NewRunner(c, cfg)
 	require.NoError(t, err)
 	before := namespaceVersions(t, c)
-	runner.DryRun = true
-	dry := runner.Revoke(context.Background(), profile)
+	dry, writes := dryrun.Revoke(context.Background(), runner, profile)
 	require.NoError(t, dry.Err())
 	assert.Equal(t, before, namespaceVersions(t, c), "a dry-run Revoke changed a namespace")
-	assert.NotEmpty(t, dry.DryRun)
-	runner.DryRun = false
+	assert.NotEmpty(t, writes)
 	revoked := runner.Revoke(context.Background(), profile)
 	assert.Equal(t, comparable(dry), comparable(revoked))
 	assert.True(t, dry.Changed())
@@ -220,20 +220,18 @@ func applyAndCompare(t *testing.T, c client.Client, configPath string, profiles 
 		require.Equal(t, name, p.Namespace)
 		labelsBefore := namespaceLabels(t, c, name)
 
-		runner.DryRun = true
-		dry := runner.Apply(ctx, profiles[name])
-		runner.DryRun = false
+		dry := newDryRun(dryrun.Apply(ctx, runner, profiles[name]))
 		applied := runner.Apply(ctx, profiles[name])
 
-		assert.Equal(t, comparable(dry), comparable(applied), "%s: the dry run and the apply report differently", name)
-		assert.Equal(t, withoutDiffs(p.Objects), objectChanges(applied, false), "%s: objects", name)
+		assert.Equal(t, comparable(dry.Result), comparable(applied), "%s: the dry run and the apply report differently", name)
+		assert.Equal(t, withoutDiffs(p.Objects), objectChanges(newDryRun(applied, nil), false), "%s: objects", name)
 		assert.Equal(t, p.Labels, appliedLabels(labelsBefore, namespaceLabels(t, c, name), applied), "%s: labels", name)
 		assertWrittenAsPlanned(t, c, dry)
 	}
 }
 
 // comparable is a Result's per-plugin report with errors as text.
-func comparable(r *plugin.Result) []map[string]any {
+func comparable(r *runner.Result) []map[string]any {
 	var out []map[string]any
 	for _, p := range r.Plugins {
 		var errs []string
@@ -266,11 +264,11 @@ func namespaceLabels(t *testing.T, c client.Client, name string) map[string]stri
 }
 
 // appliedLabels is the label diff the real apply made, in the plan's form.
-func appliedLabels(before, after map[string]string, applied *plugin.Result) []LabelChange {
-	res := &plugin.Result{Plugins: applied.Plugins, DryRun: []plugin.DryRunWrite{{
+func appliedLabels(before, after map[string]string, applied *runner.Result) []LabelChange {
+	res := newDryRun(&runner.Result{Plugins: applied.Plugins}, []dryrun.Write{{
 		GVK: corev1.SchemeGroupVersion.WithKind("Namespace"), Name: "ns",
 		Before: labelled(before), After: labelled(after),
-	}}}
+	}})
 	return labelChanges(res)
 }
 
@@ -282,7 +280,7 @@ func labelled(l map[string]string) *unstructured.Unstructured {
 
 // assertWrittenAsPlanned checks each object the dry run answered for is now in the cluster
 // exactly as answered (server-kept metadata aside).
-func assertWrittenAsPlanned(t *testing.T, c client.Client, dry *plugin.Result) {
+func assertWrittenAsPlanned(t *testing.T, c client.Client, dry *dryRun) {
 	t.Helper()
 	for _, w := range dry.DryRun {
 		if w.Namespace == "" {
@@ -442,7 +440,7 @@ authorization:
 	js, _ := planOutput(t, env.Base, opts)
 	r := decodeReport(t, js)
 	require.Len(t, r.Platform, 2)
-	assert.Equal(t, plugins.FindingDataPlaneMismatch, r.Platform[0].Kind)
-	assert.Equal(t, plugins.FindingIngressGatewayMissing, r.Platform[1].Kind)
+	assert.Equal(t, platform.FindingDataPlaneMismatch, r.Platform[0].Kind)
+	assert.Equal(t, platform.FindingIngressGatewayMissing, r.Platform[1].Kind)
 	assert.Equal(t, 2, r.Summary.Platform)
 }

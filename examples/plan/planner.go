@@ -12,23 +12,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/platform"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/pss"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
+	"github.com/kubeflow-ambient/profile-plugins/runner/dryrun"
 )
 
 // planner makes the plan of each Profile through the library's runner in dry-run mode.
 type planner struct {
 	c      client.Client
-	runner *plugin.Runner
+	runner *runner.Runner
 	cfg    *config.Config
 	pss    *pss.Plugin
 	diff   bool
 }
 
 func newPlanner(restCfg *rest.Config, cfg *config.Config, diff bool) (*planner, error) {
-	s := plugin.NewScheme()
+	s := runner.NewScheme()
 	if err := profilev1.AddToScheme(s); err != nil {
 		return nil, err
 	}
@@ -40,7 +43,6 @@ func newPlanner(restCfg *rest.Config, cfg *config.Config, diff bool) (*planner, 
 	if err != nil {
 		return nil, err
 	}
-	r.DryRun = true
 	podSecurity, err := pss.New(cfg)
 	if err != nil {
 		return nil, err
@@ -69,7 +71,7 @@ func (p *planner) plan(ctx context.Context, names []string, parallel int, bar *p
 	}
 	wg.Wait()
 	bar.done()
-	platform, err := plugins.CheckPlatform(ctx, p.c, p.cfg)
+	platform, err := platform.Check(ctx, p.c, p.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("platform check: %w", err)
 	}
@@ -101,7 +103,7 @@ func (p *planner) profiles(ctx context.Context, names []string) ([]profilev1.Pro
 // planOne dry-runs Apply for one Profile and reads what the plan needs besides.
 func (p *planner) planOne(ctx context.Context, profile *profilev1.Profile) NamespacePlan {
 	n := NamespacePlan{Namespace: profile.Name, Profile: profile.Name}
-	res := p.runner.Apply(ctx, profile)
+	res := newDryRun(dryrun.Apply(ctx, p.runner, profile))
 	missing := classifyErrors(&n, res)
 	if !missing {
 		n.Objects = objectChanges(res, p.diff)
@@ -109,7 +111,7 @@ func (p *planner) planOne(ctx context.Context, profile *profilev1.Profile) Names
 		n.Conflicts = append(n.Conflicts, secondWriters(res, n.Labels)...)
 		p.observe(ctx, &n, res)
 	}
-	n.Waiting = append(n.Waiting, pluginFindings(res, func(r plugin.PluginResult) []string { return r.Waiting })...)
+	n.Waiting = append(n.Waiting, pluginFindings(res, func(r runner.PluginResult) []string { return r.Waiting })...)
 	n.Warnings = append(n.Warnings, warnings(res)...)
 	sortFindings(n.Conflicts, n.Refusals, n.Violations, n.Waiting, n.Warnings, n.Errors)
 	n.Status = n.status()
@@ -117,7 +119,7 @@ func (p *planner) planOne(ctx context.Context, profile *profilev1.Profile) Names
 }
 
 // observe adds what the plan reads beyond the runner's result: violating pods and readiness.
-func (p *planner) observe(ctx context.Context, n *NamespacePlan, res *plugin.Result) {
+func (p *planner) observe(ctx context.Context, n *NamespacePlan, res *dryRun) {
 	if before, after, ok := enforceChange(res); ok {
 		pods := &corev1.PodList{}
 		if err := p.c.List(ctx, pods, client.InNamespace(n.Namespace)); err != nil {
@@ -141,9 +143,9 @@ func (p *planner) observe(ctx context.Context, n *NamespacePlan, res *plugin.Res
 
 // classifyErrors sorts the Result's errors into conflicts, refusals and errors. It reports
 // whether the namespace does not exist yet, which is no error: the profiles controller creates it.
-func classifyErrors(n *NamespacePlan, res *plugin.Result) (missing bool) {
+func classifyErrors(n *NamespacePlan, res *dryRun) (missing bool) {
 	for _, err := range res.Errors {
-		if errors.Is(err, plugin.ErrNamespaceNotFound) {
+		if errors.Is(err, runner.ErrNamespaceNotFound) {
 			n.Waiting = append(n.Waiting, Finding{Message: fmt.Sprintf("namespace %s does not exist yet: the profiles controller creates it, and the plugins apply then", n.Namespace)})
 			missing = true
 			continue
@@ -160,7 +162,7 @@ func classifyErrors(n *NamespacePlan, res *plugin.Result) (missing bool) {
 
 func addError(n *NamespacePlan, pluginName string, err error) {
 	f := Finding{Plugin: pluginName, Message: err.Error()}
-	var conflict *plugin.ConflictError
+	var conflict *runner.ConflictError
 	switch {
 	case errors.As(err, &conflict):
 		n.Conflicts = append(n.Conflicts, f)
@@ -178,7 +180,7 @@ func addError(n *NamespacePlan, pluginName string, err error) {
 	}
 }
 
-func pluginFindings(res *plugin.Result, get func(plugin.PluginResult) []string) []Finding {
+func pluginFindings(res *dryRun, get func(runner.PluginResult) []string) []Finding {
 	var out []Finding
 	for _, r := range res.Plugins {
 		for _, m := range get(r) {
@@ -197,4 +199,14 @@ func sortFindings(lists ...[]Finding) {
 			return l[i].Message < l[j].Message
 		})
 	}
+}
+
+// dryRun is a dry-run Result with the writes the run would have made.
+type dryRun struct {
+	*runner.Result
+	DryRun []dryrun.Write
+}
+
+func newDryRun(res *runner.Result, writes []dryrun.Write) *dryRun {
+	return &dryRun{Result: res, DryRun: writes}
 }

@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/pss"
 )
 
@@ -44,7 +44,7 @@ func prepareReadiness(t *testing.T, c client.Client) {
 	require.NoError(t, c.Create(ctx, &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "taken"},
 		Spec: profilev1.ProfileSpec{Owner: fixture.User("taken@example.com")}}))
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "taken",
-		Annotations: map[string]string{plugin.OwnerAnnotation: "someone-else@example.com"}}}))
+		Annotations: map[string]string{ownership.OwnerAnnotation: "someone-else@example.com"}}}))
 
 	createProfile(t, c, "badowner", func(p *profilev1.Profile) { p.Spec.Owner.Name = "*@example.com" })
 	createProfile(t, c, "greedy", func(p *profilev1.Profile) {

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	plugins "github.com/kubeflow-ambient/profile-plugins"
+	"github.com/kubeflow-ambient/profile-plugins/platform"
 )
 
 // statusWords say each Status in the text output.
@@ -120,7 +120,7 @@ func (t *textWriter) readiness(fs []ReadinessFinding) {
 }
 
 // platform prints the platform check's findings, which concern every namespace, first.
-func (t *textWriter) platform(fs []plugins.PlatformFinding) {
+func (t *textWriter) platform(fs []platform.Finding) {
 	if len(fs) == 0 {
 		return
 	}

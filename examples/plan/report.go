@@ -1,6 +1,6 @@
 package main
 
-import plugins "github.com/kubeflow-ambient/profile-plugins"
+import "github.com/kubeflow-ambient/profile-plugins/platform"
 
 // SchemaVersion is the version of the JSON document `-o json` prints. It changes only when a field
 // is removed or changes meaning; new optional fields keep it.
@@ -13,11 +13,11 @@ const SchemaVersion = 1
 type Report struct {
 	SchemaVersion int             `json:"schemaVersion"`
 	Namespaces    []NamespacePlan `json:"namespaces"`
-	// Platform are the findings of profileplugins.CheckPlatform: platform callers on another data
+	// Platform are the findings of platform.Check: platform callers on another data
 	// plane than configured, a missing ingress gateway, a waypoint that cannot start. Each breaks
 	// traffic into every user namespace (exit status 2).
-	Platform []plugins.PlatformFinding `json:"platform,omitempty"`
-	Summary  Summary                   `json:"summary"`
+	Platform []platform.Finding `json:"platform,omitempty"`
+	Summary  Summary            `json:"summary"`
 }
 
 // NamespacePlan is what one Profile's Apply would do to its namespace.

@@ -20,11 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
 )
 
 func TestMain(m *testing.M) { envtest.Main(m) }
@@ -57,7 +57,7 @@ func createProfile(t *testing.T, c client.Client, name string, mutate ...func(*p
 	}
 	require.NoError(t, c.Create(ctx, p))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Annotations: map[string]string{plugin.OwnerAnnotation: p.Spec.Owner.Name},
+		Annotations: map[string]string{ownership.OwnerAnnotation: p.Spec.Owner.Name},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: profilev1.GroupVersion.String(), Kind: profilev1.Kind,
 			Name: p.Name, UID: p.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}}}
 	require.NoError(t, c.Create(ctx, ns, client.FieldOwner("profile-controller")))

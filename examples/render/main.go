@@ -15,7 +15,7 @@
 // go to stderr, so the YAML on stdout stays applicable.
 //
 // Without -kubeconfig it reads no cluster. With it, it also runs the platform check
-// (profileplugins.CheckPlatform) against that cluster, read-only, and prints each finding on
+// (platform.Check) against that cluster, read-only, and prints each finding on
 // stderr as a "platform:" line; stdout is the same either way.
 //
 // Bad input exits with status 1 and one line on stderr naming the file and the field.
@@ -34,10 +34,11 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -100,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	s := plugin.NewScheme()
+	s := runner.NewScheme()
 	if *cluster {
 		return renderCluster(s, cfg, stdout)
 	}
@@ -126,7 +127,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r, err := plugin.Render(s, ps, target)
+	r, err := runner.Render(s, ps, target)
 	if err != nil {
 		return fmt.Errorf("%s: %w", profileName, err)
 	}
@@ -156,7 +157,7 @@ func renderCluster(s *runtime.Scheme, cfg *config.Config, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("-cluster: %w", err)
 	}
-	out, err := plugin.EncodeYAML(s, deny, defaults)
+	out, err := runner.EncodeYAML(s, deny, defaults)
 	if err != nil {
 		return err
 	}

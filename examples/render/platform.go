@@ -9,15 +9,15 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	plugins "github.com/kubeflow-ambient/profile-plugins"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/platform"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // platformTimeout bounds the check's reads, so an unreachable cluster fails instead of hanging.
 const platformTimeout = 30 * time.Second
 
-// checkPlatform runs profileplugins.CheckPlatform against the cluster of the kubeconfig (and
+// checkPlatform runs platform.Check against the cluster of the kubeconfig (and
 // context, when set) and writes its report to w, one line each, next to render's notes. It only
 // reads the cluster; what render prints on stdout does not depend on it.
 func checkPlatform(kubeconfig, kubeContext string, cfg *config.Config, w io.Writer) error {
@@ -28,13 +28,13 @@ func checkPlatform(kubeconfig, kubeContext string, cfg *config.Config, w io.Writ
 	if err != nil {
 		return fmt.Errorf("-kubeconfig %s: %w", kubeconfig, err)
 	}
-	c, err := client.New(restCfg, client.Options{Scheme: plugin.NewScheme()})
+	c, err := client.New(restCfg, client.Options{Scheme: runner.NewScheme()})
 	if err != nil {
 		return fmt.Errorf("-kubeconfig %s: %w", kubeconfig, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), platformTimeout)
 	defer cancel()
-	report, err := plugins.CheckPlatform(ctx, c, cfg)
+	report, err := platform.Check(ctx, c, cfg)
 	if err != nil {
 		return fmt.Errorf("-kubeconfig %s: platform check: %w", kubeconfig, err)
 	}

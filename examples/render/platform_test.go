@@ -11,10 +11,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
 )
 
 func TestMain(m *testing.M) { envtest.Main(m) }

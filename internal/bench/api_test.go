@@ -32,11 +32,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/bench/clutter"
 	"github.com/kubeflow-ambient/profile-plugins/internal/bench/proc"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // Workers is the concurrency of every implementation, like MaxConcurrentReconciles.
@@ -222,7 +224,7 @@ func createNamespaces(ctx context.Context, b *testing.B, c client.Client, k knob
 	var made atomic.Int64
 	err := parallel(nss, func(ns string) error {
 		objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-			Annotations: map[string]string{plugin.OwnerAnnotation: proc.Owner(ns)}}}}
+			Annotations: map[string]string{ownership.OwnerAnnotation: proc.Owner(ns)}}}}
 		if k.clutter {
 			objs = append(objs, clutter.Objects(ns, proc.Owner(ns))...)
 		}
@@ -298,7 +300,7 @@ func managedKinds(c client.Client) ([]schema.GroupVersionKind, error) {
 		if err != nil {
 			return nil, err
 		}
-		r, err := plugin.Render(c.Scheme(), ps, plugin.Target{Namespace: "x", Owner: "x@example.com"})
+		r, err := runner.Render(c.Scheme(), ps, plugin.Target{Namespace: "x", Owner: "x@example.com"})
 		if err != nil {
 			return nil, err
 		}

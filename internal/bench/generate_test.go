@@ -9,11 +9,12 @@ import (
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/authz"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/pss"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkFullSet(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s := plugin.NewScheme()
+		s := runner.NewScheme()
 		b.Run("generate/"+string(mode), func(b *testing.B) {
 			t := target(cfg)
 			b.ReportAllocs()
@@ -80,7 +81,7 @@ func BenchmarkFullSet(b *testing.B) {
 			t := target(cfg)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := plugin.Render(s, ps, t); err != nil {
+				if _, err := runner.Render(s, ps, t); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -21,7 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
@@ -30,7 +31,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
 // BuildCommand builds the API server binaries into bin/.
@@ -279,7 +279,7 @@ func start(t testing.TB, assets string, left CRDs) (*Env, func() error, error) {
 		return nil, nil, err
 	}
 	base := rest.CopyConfig(cfg)
-	base.WarningHandlerWithContext = plugin.WarningHandler{}
+	base.WarningHandlerWithContext = runner.WarningHandler{}
 	counted, counter := CountRequests(base)
 	c, err := client.New(counted, client.Options{Scheme: NewScheme()})
 	if err != nil {
@@ -301,7 +301,7 @@ func moduleFile(module string, elem ...string) (string, error) {
 // NewScheme is the plugins' scheme plus this module's Profile type, as a standalone controller
 // (and the tests that stand in for the profiles controller) registers them.
 func NewScheme() *runtime.Scheme {
-	s := plugin.NewScheme()
+	s := runner.NewScheme()
 	utilruntime.Must(profilev1.AddToScheme(s))
 	return s
 }

@@ -30,8 +30,8 @@ import (
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/internal/forkpatch/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/kubeflow"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // block is `<!-- forkpatch:NAME -->`, then a ```go fence at the start of a line.
@@ -134,14 +134,14 @@ func TestForkSchemeServesThePlugins(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(s).WithReturnManagedFields().
 		// The namespace as the controller creates it: annotated with its owner.
 		WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice", Annotations: map[string]string{"owner": "alice@example.com"}}}).Build()
-	runner, err := profileplugins.NewRunner(c, profileplugins.DefaultConfig())
+	r, err := profileplugins.NewRunner(c, profileplugins.DefaultConfig())
 	require.NoError(t, err)
-	mesh := &kubeflow.Integration{Runner: runner}
+	mesh := &kubeflow.Integration{Runner: r}
 	instance := &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "alice", UID: "u-1"}}
 	instance.Spec.Owner = rbacv1.Subject{Kind: "User", Name: "alice@example.com"}
 	res, err := mesh.Apply(context.Background(), instance)
 	require.NoError(t, err, "the controller's own Profile type is accepted")
-	assert.Equal(t, plugin.DefaultWaitRequeue, res.RequeueAfter, "waiting for the waypoint")
+	assert.Equal(t, runner.DefaultWaitRequeue, res.RequeueAfter, "waiting for the waypoint")
 	pol := &istiosecurityv1.AuthorizationPolicy{}
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "alice", Name: "ns-owner-access-istio"}, pol))
 	require.Len(t, pol.OwnerReferences, 1)

@@ -15,11 +15,13 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
+	"github.com/kubeflow-ambient/profile-plugins/runner/dryrun"
 )
 
 // Enrolment labels the waypoint plugin sets in ambient mode.
@@ -33,11 +35,11 @@ func profileIn(t *testing.T, c client.Client, name string) *profilev1.Profile {
 	p := &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: profilev1.ProfileSpec{Owner: fixture.User(owner)}}
 	require.NoError(t, c.Create(ctx, p))
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Annotations: map[string]string{plugin.OwnerAnnotation: owner}}}))
+		Annotations: map[string]string{ownership.OwnerAnnotation: owner}}}))
 	return p
 }
 
-func runnerFor(t *testing.T, c client.Client, mode config.MeshMode) *plugin.Runner {
+func runnerFor(t *testing.T, c client.Client, mode config.MeshMode) *runner.Runner {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Mesh.Mode = mode
@@ -65,9 +67,9 @@ func exists(t *testing.T, c client.Client, obj client.Object, ns, name string) b
 }
 
 // converged applies until nothing is written and nothing waits, and returns the last Result.
-func converged(t *testing.T, r *plugin.Runner, p *profilev1.Profile) *plugin.Result {
+func converged(t *testing.T, r *runner.Runner, p *profilev1.Profile) *runner.Result {
 	t.Helper()
-	var res *plugin.Result
+	var res *runner.Result
 	for range 5 {
 		res = r.Apply(context.Background(), p)
 		require.NoError(t, res.Err())
@@ -221,14 +223,12 @@ func TestADryRunWithoutTheGatewayAPIAnswersAsTheRunWould(t *testing.T) {
 	p := profileIn(t, c, "dry-run-no-gw")
 
 	sidecar := runnerFor(t, c, config.ModeSidecar)
-	sidecar.DryRun = true
-	res := sidecar.Apply(context.Background(), p)
+	res, writes := dryrun.Apply(context.Background(), sidecar, p)
 	require.NoError(t, res.Err())
-	assert.NotEmpty(t, res.DryRun, "the writes sidecar mode would make")
+	assert.NotEmpty(t, writes, "the writes sidecar mode would make")
 
 	ambient := runnerFor(t, c, config.ModeAmbient)
-	ambient.DryRun = true
-	res = ambient.Apply(context.Background(), p)
+	res, _ = dryrun.Apply(context.Background(), ambient, p)
 	require.Error(t, res.Err())
 	assert.Contains(t, res.Err().Error(), "install the CRD gateways.gateway.networking.k8s.io")
 	assert.NotContains(t, namespaceLabels(t, c, p.Name), "istio-injection", "a dry run persists nothing")

@@ -27,12 +27,13 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
 )
 
 // releaseNamespace and releaseProfileUID are the namespace and Profile UID the release state was
@@ -147,7 +148,7 @@ func startUpgrade(t *testing.T, ns string) *upgrade {
 		},
 	})
 	require.NoError(t, u.base.Create(u.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Annotations: map[string]string{plugin.OwnerAnnotation: "user@example.com"}}}))
+		Annotations: map[string]string{ownership.OwnerAnnotation: "user@example.com"}}}))
 	return u
 }
 

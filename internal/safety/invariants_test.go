@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // The invariants, by when they must hold. Each has an ID that violations start with, so
@@ -232,7 +232,7 @@ func (w *world) checkForeign(at string, before, after snapshot) {
 }
 
 // checkReconciled runs after a reconcile in which no fault fired.
-func (w *world) checkReconciled(res *plugin.Result, s snapshot) {
+func (w *world) checkReconciled(res *runner.Result, s snapshot) {
 	ambient := w.cfg.mode == config.ModeAmbient
 	zt := s.policies[ztunnelPolicy]
 	ztunnelForeign := zt != nil && !managedByPlugin(zt.Labels, "authz")
@@ -296,7 +296,7 @@ func (w *world) checkEnforceReconciled(s snapshot) {
 }
 
 // checkRevoked runs after a revoke in which no fault fired.
-func (w *world) checkRevoked(res *plugin.Result, s snapshot) {
+func (w *world) checkRevoked(res *runner.Result, s snapshot) {
 	for _, key := range routingLabels {
 		if s.runnerOwns(key) {
 			w.violate("V-REVOKE", "after a fault-free revoke the runner still owns %s=%s", key, s.labels[key])
@@ -319,7 +319,7 @@ func (w *world) checkRevoked(res *plugin.Result, s snapshot) {
 }
 
 // checkFixedPoint runs after the fourth fault-free call of Settle.
-func (w *world) checkFixedPoint(res *plugin.Result) {
+func (w *world) checkFixedPoint(res *runner.Result) {
 	if len(w.writes) > 0 {
 		w.violate("F-CONVERGE", "the fourth fault-free %s still wrote: %v", map[bool]string{true: "revoke", false: "reconcile"}[w.revoked], w.writes)
 	}

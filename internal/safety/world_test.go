@@ -25,9 +25,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // The names below are the library's documented contract (README, kubeflow.md, istio-ambient.md),
@@ -200,7 +200,7 @@ func newWorld(t testLog, cfg cfgModel, initialEnforce string, skip map[string]bo
 }
 
 // scheme is built once: it is only read, and building it for every sequence is slow.
-var scheme = plugin.NewScheme()
+var scheme = runner.NewScheme()
 
 func (w *world) must(err error) {
 	if err != nil {
@@ -226,15 +226,15 @@ func (w *world) profile() *profilev1.Profile {
 	return p
 }
 
-func (w *world) runner() *plugin.Runner {
+func (w *world) runner() *runner.Runner {
 	cfg, err := w.cfg.build()
 	w.must(err)
 	plugins, err := profileplugins.New(cfg)
 	w.must(err)
-	r, err := plugin.NewRunner(w.runnerClient, plugins...)
+	r, err := runner.NewRunner(w.runnerClient, plugins...)
 	w.must(err)
 	if w.cfg.wired {
-		// profileplugins.CacheOptions and UseManager, without a manager: the same reads.
+		// profileplugins.CacheOptions and WithManager, without a manager: the same reads.
 		r.Reader = managedConfigMapsOnly{w.runnerClient}
 		r.APIReader = w.runnerClient
 		r.FullyCached = []schema.GroupKind{
@@ -254,7 +254,7 @@ func (m managedConfigMapsOnly) Get(ctx context.Context, key client.ObjectKey, ob
 	if err := m.Reader.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	if _, cm := obj.(*corev1.ConfigMap); cm && !plugin.ManagedSelector().Matches(labels.Set(obj.GetLabels())) {
+	if _, cm := obj.(*corev1.ConfigMap); cm && !runner.ManagedSelector().Matches(labels.Set(obj.GetLabels())) {
 		return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
 	}
 	return nil
@@ -266,22 +266,22 @@ func (m managedConfigMapsOnly) List(ctx context.Context, list client.ObjectList,
 	}
 	if cms, ok := list.(*corev1.ConfigMapList); ok {
 		cms.Items = slices.DeleteFunc(cms.Items, func(cm corev1.ConfigMap) bool {
-			return !plugin.ManagedSelector().Matches(labels.Set(cm.Labels))
+			return !runner.ManagedSelector().Matches(labels.Set(cm.Labels))
 		})
 	}
 	return nil
 }
 
 // reconcile runs Runner.Apply as the profiles controller does and checks the outcome.
-func (w *world) reconcile() *plugin.Result {
-	return w.runnerCall("reconcile", func(r *plugin.Runner) *plugin.Result { return r.Apply(w.ctx, w.profile()) })
+func (w *world) reconcile() *runner.Result {
+	return w.runnerCall("reconcile", func(r *runner.Runner) *runner.Result { return r.Apply(w.ctx, w.profile()) })
 }
 
-func (w *world) revoke() *plugin.Result {
-	return w.runnerCall("revoke", func(r *plugin.Runner) *plugin.Result { return r.Revoke(w.ctx, w.profile()) })
+func (w *world) revoke() *runner.Result {
+	return w.runnerCall("revoke", func(r *runner.Runner) *runner.Result { return r.Revoke(w.ctx, w.profile()) })
 }
 
-func (w *world) runnerCall(what string, call func(*plugin.Runner) *plugin.Result) *plugin.Result {
+func (w *world) runnerCall(what string, call func(*runner.Runner) *runner.Result) *runner.Result {
 	r := w.runner()
 	// Only the runner acts during its call, so one write's "after" is the next one's "before".
 	w.inRunner, w.fired, w.writes, w.lastSnap = what, 0, nil, nil

@@ -19,9 +19,10 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // baselineManager is the profiles controller's manager: default cache options, as its main.go
@@ -129,7 +130,7 @@ func (b *baseline) desired(cfg *config.Config, ns string) ([]client.Object, map[
 		return nil, nil, err
 	}
 	p := profileOf(ns)
-	r, err := plugin.Render(b.scheme, ps, plugin.Target{Namespace: ns, Owner: p.Spec.Owner.Name, Profile: p})
+	r, err := runner.Render(b.scheme, ps, plugin.Target{Namespace: ns, Owner: p.Spec.Owner.Name, Profile: p})
 	if err != nil {
 		return nil, nil, err
 	}

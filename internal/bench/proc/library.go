@@ -21,9 +21,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/config"
-	"github.com/kubeflow-ambient/profile-plugins/plugin/profilev1"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // The library's wiring is kept in the three functions below, each a copy of what
@@ -35,7 +35,7 @@ import (
 // options (profileplugins.CacheOptions), the rest.Config wrapped by WithWarnings; metrics and
 // probes are off here.
 func libraryManager(cfg *rest.Config) (manager.Manager, error) {
-	return ctrl.NewManager(plugin.WithWarnings(cfg), ctrl.Options{
+	return ctrl.NewManager(runner.WithWarnings(cfg), ctrl.Options{
 		Scheme:  newScheme(),
 		Cache:   profileplugins.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
@@ -53,20 +53,15 @@ func libraryWatches() []client.Object {
 }
 
 // libraryRunner is examples/controller's newManagedReconciler: profileplugins.NewRunner around
-// the manager's client, reading past the cache as profileplugins.UseManager sets it up for the
+// the manager's client, reading past the cache as profileplugins.WithManager sets it up for the
 // manager's cache options.
-func libraryRunner(mgr manager.Manager, c client.Client, cfg *config.Config) (*plugin.Runner, error) {
-	r, err := profileplugins.NewRunner(c, cfg)
-	if err != nil {
-		return nil, err
-	}
-	profileplugins.UseManager(r, mgr, profileplugins.CacheOptions())
-	return r, nil
+func libraryRunner(mgr manager.Manager, c client.Client, cfg *config.Config) (*runner.Runner, error) {
+	return profileplugins.NewRunner(c, cfg, profileplugins.WithManager(mgr, profileplugins.CacheOptions()))
 }
 
 // newScheme registers what the plugins write and the Profile, as examples/controller does.
 func newScheme() *runtime.Scheme {
-	s := plugin.NewScheme()
+	s := runner.NewScheme()
 	utilruntime.Must(profilev1.AddToScheme(s))
 	return s
 }
@@ -76,7 +71,7 @@ type library struct {
 	client  client.Client
 	track   *tracker
 	mu      sync.Mutex
-	runners map[*config.Config]*plugin.Runner
+	runners map[*config.Config]*runner.Runner
 }
 
 func startLibrary(ctx context.Context, cfg *rest.Config) (*library, error) {
@@ -88,10 +83,10 @@ func startLibrary(ctx context.Context, cfg *rest.Config) (*library, error) {
 		return nil, err
 	}
 	track := newTracker(mgr.GetScheme())
-	return &library{mgr: mgr, client: track.wrap(withWatch{mgr.GetClient()}), track: track, runners: map[*config.Config]*plugin.Runner{}}, nil
+	return &library{mgr: mgr, client: track.wrap(withWatch{mgr.GetClient()}), track: track, runners: map[*config.Config]*runner.Runner{}}, nil
 }
 
-func (l *library) runner(cfg *config.Config) (*plugin.Runner, error) {
+func (l *library) runner(cfg *config.Config) (*runner.Runner, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if r, ok := l.runners[cfg]; ok {

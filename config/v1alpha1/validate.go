@@ -1,0 +1,401 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	psaapi "k8s.io/pod-security-admission/api"
+)
+
+// Validate checks a defaulted configuration. The error lists every problem, each with its field
+// path and bad value.
+func (c *Config) Validate() error {
+	var errs field.ErrorList
+	if c.APIVersion != APIVersion {
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), c.APIVersion, "must be "+APIVersion))
+	}
+	if c.Kind != Kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), c.Kind, "must be "+Kind))
+	}
+	errs = append(errs, c.Mesh.validate(field.NewPath("mesh"))...)
+	errs = append(errs, c.Authorization.validate(field.NewPath("authorization"))...)
+	errs = append(errs, c.PodSecurity.validate(field.NewPath("podSecurity"))...)
+	errs = append(errs, c.Namespaces.validate(field.NewPath("namespaces"))...)
+	if c.Mesh.Mode == ModeSidecar && c.Mesh.IstioCNI != nil && !*c.Mesh.IstioCNI && c.PodSecurity.Enforce.Level != psaapi.LevelPrivileged {
+		errs = append(errs, field.Invalid(field.NewPath("podSecurity", "enforce", "level"), c.PodSecurity.Enforce.Level,
+			"sidecar mode without istio-cni injects an istio-init container that needs NET_ADMIN and NET_RAW, which this level forbids, "+
+				"so every meshed pod would be refused; install istio-cni (mesh.istioCNI: true), use mesh.mode ambient, or enforce \"privileged\""))
+	}
+	errs = append(errs, c.Mesh.ingressReachesPods(field.NewPath("mesh"))...)
+	errs = append(errs, c.defaultInputsUnchanged()...)
+	errs = append(errs, c.onBehalfOfUserOnSidecar()...)
+	// Enforce "restricted" without mesh.waypoint.seccompPatch is valid: the waypoint class
+	// defaults in mesh.istiodNamespace (waypoint.ClassDefaults) give the waypoint pod its
+	// seccompProfile. Whether they exist is a fact of the cluster, not of this file: the platform
+	// check and the waypoint's waiting message report it.
+	return errs.ToAggregate()
+}
+
+// ingressReachesPods refuses an ambient configuration in which the ingress gateway can never reach
+// a user pod. The ztunnel policy does not admit the ingress gateway (its requests must pass the
+// owner's header check at the waypoint), so the ingress must send through the waypoint: that needs
+// istio.io/ingress-use-waypoint, and a waypoint that takes Service traffic, since gateways send
+// only Service traffic to waypoints. Both values are errors, not warnings: each locks every user
+// out of every namespace, and no deployment of this library works with them.
+func (m *Mesh) ingressReachesPods(path *field.Path) field.ErrorList {
+	if m.Mode != ModeAmbient {
+		return nil
+	}
+	var errs field.ErrorList
+	if m.IngressUseWaypoint != nil && !*m.IngressUseWaypoint {
+		errs = append(errs, field.Invalid(path.Child("ingressUseWaypoint"), false,
+			"in ambient mode the ingress gateway would send requests straight to the pods, where the ztunnel policy refuses it "+
+				"(it admits the ingress only through the waypoint, which checks the user-id header), so no user could reach any namespace; "+
+				"leave it true"))
+	}
+	if m.Waypoint.For == "workload" {
+		errs = append(errs, field.Invalid(path.Child("waypoint", "for"), m.Waypoint.For,
+			"a waypoint for workloads takes no Service traffic, and the ingress gateway sends only Service traffic to a waypoint, "+
+				"so its requests would go straight to the pods, where the ztunnel policy refuses it; use \"service\" or \"all\""))
+	}
+	return errs
+}
+
+func (m *Mesh) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch m.Mode {
+	case ModeAmbient, ModeSidecar, ModeNone:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("mode"), m.Mode, []MeshMode{ModeAmbient, ModeSidecar, ModeNone}))
+	}
+	errs = append(errs, ValidateTrustDomain(path.Child("trustDomain"), m.TrustDomain)...)
+	if m.Revision != "" {
+		errs = append(errs, dns1123Label(path.Child("revision"), m.Revision)...)
+	}
+	wp := path.Child("waypoint")
+	errs = append(errs, dns1123Label(wp.Child("name"), m.Waypoint.Name)...)
+	if m.Waypoint.Name == "none" {
+		// istio.io/use-waypoint=none means "no waypoint", so a waypoint cannot be called that.
+		errs = append(errs, field.Invalid(wp.Child("name"), m.Waypoint.Name, `"none" is reserved by Istio to opt out of waypoints`))
+	}
+	if m.Waypoint.Namespace != "" {
+		errs = append(errs, field.Invalid(wp.Child("namespace"), m.Waypoint.Namespace,
+			"a shared waypoint is not supported: its owner policy would have to target every Service of every user "+
+				"namespace (a Gateway targetRef cannot cross namespaces), and until that is complete traffic would skip the "+
+				"owner check; leave it empty for one waypoint per user namespace"))
+	}
+	errs = append(errs, dns1123Label(path.Child("rootNamespace"), m.RootNamespace)...)
+	errs = append(errs, dns1123Label(path.Child("istiodNamespace"), m.IstiodNamespace)...)
+	errs = append(errs, metavalidation.ValidateLabels(m.Waypoint.Labels, wp.Child("labels"))...)
+	errs = append(errs, apivalidation.ValidateAnnotations(m.Waypoint.Annotations, wp.Child("annotations"))...)
+	for _, msg := range validation.IsDNS1123Subdomain(m.Waypoint.ClassName) {
+		errs = append(errs, field.Invalid(wp.Child("className"), m.Waypoint.ClassName, msg))
+	}
+	switch m.Waypoint.For {
+	case "service", "workload", "all":
+	case "none":
+		errs = append(errs, field.Invalid(wp.Child("for"), m.Waypoint.For,
+			`a waypoint for "none" carries no traffic, so its L7 policy would never run`))
+	default:
+		errs = append(errs, field.NotSupported(wp.Child("for"), m.Waypoint.For, []string{"service", "workload", "all"}))
+	}
+	return errs
+}
+
+func (a *Authorization) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(a.OwnerPolicyName) {
+		errs = append(errs, field.Invalid(path.Child("ownerPolicyName"), a.OwnerPolicyName, msg))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(a.ZtunnelPolicyName) {
+		errs = append(errs, field.Invalid(path.Child("ztunnelPolicyName"), a.ZtunnelPolicyName, msg))
+	}
+	if a.ZtunnelPolicyName == a.OwnerPolicyName {
+		errs = append(errs, field.Invalid(path.Child("ztunnelPolicyName"), a.ZtunnelPolicyName, "must differ from ownerPolicyName"))
+	}
+	if !httpToken.MatchString(a.UserIDHeader) {
+		errs = append(errs, field.Invalid(path.Child("userIdHeader"), a.UserIDHeader, "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)"))
+	}
+	if a.UserIDPrefix != "" {
+		// The policy compares prefix+user; a prefix without stars at its ends and a user without
+		// them make a value without them.
+		errs = append(errs, ValidateIdentity(path.Child("userIdPrefix"), a.UserIDPrefix)...)
+	}
+	pp := path.Child("principals")
+	for name, v := range map[string]string{
+		"ingressGateway":     a.Principals.IngressGateway,
+		"pipelinesUI":        a.Principals.PipelinesUI,
+		"notebookController": a.Principals.NotebookController,
+		"katibController":    a.Principals.KatibController,
+	} {
+		errs = append(errs, ValidatePrincipal(pp.Child(name), v)...)
+	}
+	errs = append(errs, a.validateCallers(path)...)
+	switch a.Contributors {
+	case ContributorsByKfam, ContributorsByPlugin:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("contributors"), a.Contributors, []ContributorsSource{ContributorsByKfam, ContributorsByPlugin}))
+	}
+	for i, e := range a.L4Exceptions {
+		errs = append(errs, e.validate(path.Child("l4Exceptions").Index(i), a.headerOnlyPrincipals())...)
+	}
+	errs = append(errs, ipBlocksCoverAFamily(path.Child("l4Exceptions"), a.L4Exceptions)...)
+	for i, p := range a.HealthPaths {
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " \t\r\n*") {
+			errs = append(errs, field.Invalid(path.Child("healthPaths").Index(i), p, "must be an absolute path without spaces or wildcards"))
+		}
+	}
+	// field.ErrorList from a map loop would come out in random order.
+	sortByField(errs)
+	return errs
+}
+
+// headerOnly is a principal the owner and contributor policies admit only together with the
+// user-id header, because it forwards requests on behalf of any user.
+type headerOnly struct {
+	who       string // for the message: "the ingress gateway"
+	principal string
+}
+
+// headerOnlyPrincipals are the principals that must pass the waypoint's header check: the ingress
+// gateway and every platform caller on behalf of users, such as the Pipelines UI (which proxies
+// artifact reads for whichever user id it is sent).
+func (a *Authorization) headerOnlyPrincipals() []headerOnly {
+	out := []headerOnly{{"the ingress gateway", a.Principals.IngressGateway}}
+	for _, c := range a.PlatformCallers {
+		if c.OnBehalfOfUser {
+			out = append(out, headerOnly{fmt.Sprintf("platform caller %q", c.Name), c.Principal})
+		}
+	}
+	return out
+}
+
+// validate refuses an exception that would let a header-only principal reach pods without the
+// waypoint: in ambient mode its requests must pass the owner's header check there, and an L4
+// exception admits it with no header check at all, for every user it forwards.
+func (e L4Exception) validate(path *field.Path, headerOnly []headerOnly) field.ErrorList {
+	var errs field.ErrorList
+	set := 0
+	for _, l := range [][]string{e.Namespaces, e.Principals, e.ServiceAccounts, e.IPBlocks} {
+		if len(l) > 0 {
+			set++
+		}
+	}
+	if set != 1 {
+		errs = append(errs, field.Invalid(path, fmt.Sprintf("%d sources", set), "set exactly one of namespaces, principals, serviceAccounts or ipBlocks"))
+	}
+	for i, b := range e.IPBlocks {
+		errs = append(errs, validateIPBlock(path.Child("ipBlocks").Index(i), b)...)
+	}
+	bypass := func(who string) string {
+		return "would let " + who + " reach pods directly, skipping the owner's header check at the waypoint (the user-id header), " +
+			"for every user it forwards requests for; admit a component that must skip the waypoint by its own principal"
+	}
+	for i, ns := range e.Namespaces {
+		if idErrs := ValidateIdentity(path.Child("namespaces").Index(i), ns); len(idErrs) > 0 {
+			errs = append(errs, idErrs...)
+			continue
+		}
+		errs = append(errs, dns1123Label(path.Child("namespaces").Index(i), ns)...)
+		for _, h := range headerOnly {
+			if hNS, _, ok := principalParts(h.principal); ok && ns == hNS {
+				errs = append(errs, field.Invalid(path.Child("namespaces").Index(i), ns, "the namespace of "+h.who+" "+bypass(h.who)))
+			}
+		}
+	}
+	for i, p := range e.Principals {
+		errs = append(errs, ValidatePrincipal(path.Child("principals").Index(i), p)...)
+		for _, h := range headerOnly {
+			if p == h.principal {
+				errs = append(errs, field.Invalid(path.Child("principals").Index(i), p, "the principal of "+h.who+" "+bypass(h.who)))
+			}
+		}
+	}
+	for i, sa := range e.ServiceAccounts {
+		p := path.Child("serviceAccounts").Index(i)
+		if idErrs := ValidateIdentity(p, sa); len(idErrs) > 0 {
+			errs = append(errs, idErrs...)
+			continue
+		}
+		ns, name, ok := strings.Cut(sa, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			errs = append(errs, field.Invalid(p, sa, "must be <namespace>/<service account>"))
+			continue
+		}
+		if strings.Contains(name, ".") {
+			// Envoy matches serviceAccounts with a regular expression built from the name
+			// unescaped (istio/istio pilot/pkg/security/authz/model/generator.go,
+			// serviceAccountRegex), where '.' matches any character.
+			errs = append(errs, field.Invalid(p, sa, "the service account must not contain '.': Istio's proxies read it as \"any character\", so it would also admit look-alike service accounts"))
+			continue
+		}
+		// serviceAccounts match in any trust domain, so the trust domain is not compared.
+		for _, h := range headerOnly {
+			if hNS, hSA, ok := principalParts(h.principal); ok && ns == hNS && name == hSA {
+				errs = append(errs, field.Invalid(p, sa, "the service account of "+h.who+" "+bypass(h.who)))
+			}
+		}
+	}
+	return append(errs, validatePorts(path.Child("ports"), e.Ports)...)
+}
+
+func (p *PodSecurity) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, lv := range []struct {
+		name string
+		v    LevelVersion
+	}{{"enforce", p.Enforce}, {"audit", p.Audit}, {"warn", p.Warn}} {
+		errs = append(errs, lv.v.Validate(path.Child(lv.name))...)
+	}
+	switch p.Preflight {
+	case PreflightApply, PreflightHold:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("preflight"), p.Preflight, []PreflightAction{PreflightApply, PreflightHold}))
+	}
+	for i, o := range p.Overrides {
+		op := path.Child("overrides").Index(i)
+		errs = append(errs, o.validateMatch(op)...)
+		if _, err := psaapi.ParseLevel(string(o.MinimumEnforce)); err != nil {
+			errs = append(errs, field.NotSupported(op.Child("minimumEnforce"), o.MinimumEnforce,
+				[]psaapi.Level{psaapi.LevelPrivileged, psaapi.LevelBaseline, psaapi.LevelRestricted}))
+		}
+	}
+	return errs
+}
+
+// validateMatch accepts an override that matches on namespace labels only. Profile names are
+// refused: a user chooses the name at self-registration, so a pattern such as "gpu-*" (or an
+// exact name registered before the admin's team does) would hand a looser level to anyone.
+// Labels this library itself writes are refused in the selector too: they follow the Profile.
+func (o PodSecurityOverride) validateMatch(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(o.Profiles) > 0 {
+		errs = append(errs, field.Invalid(path.Child("profiles"), o.Profiles,
+			"overrides cannot match on Profile names: a user chooses the name when registering, so any user could "+
+				"pick a matching one and loosen enforce; match the namespace labels the admin sets (namespaceSelector, "+
+				"for example with the profiles controller's namespace-labels.yaml or kubectl label) instead"))
+	}
+	if o.NamespaceSelector == nil {
+		if len(o.Profiles) == 0 {
+			errs = append(errs, field.Required(path.Child("namespaceSelector"), "set namespaceSelector, or the override matches nothing"))
+		}
+		return errs
+	}
+	sel := path.Child("namespaceSelector")
+	if _, err := metav1.LabelSelectorAsSelector(o.NamespaceSelector); err != nil {
+		errs = append(errs, field.Invalid(sel, o.NamespaceSelector.String(), err.Error()))
+	} else if len(o.NamespaceSelector.MatchLabels) == 0 && len(o.NamespaceSelector.MatchExpressions) == 0 {
+		errs = append(errs, field.Invalid(sel, "{}", "an empty selector matches nothing here; name the admin's label"))
+	}
+	keys := slices.Sorted(maps.Keys(o.NamespaceSelector.MatchLabels))
+	for _, e := range o.NamespaceSelector.MatchExpressions {
+		keys = append(keys, e.Key)
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k, "pod-security.kubernetes.io/") {
+			errs = append(errs, field.Invalid(sel, k,
+				"this label is written by the Pod Security plugin from what the Profile asks for, so matching on it lets the Profile choose; use a label only the admin sets"))
+		}
+	}
+	return errs
+}
+
+func (n *Namespaces) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch n.Ownership {
+	case OwnershipReferenceOrAnnotation, OwnershipReference:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("ownership"), n.Ownership,
+			[]NamespaceOwnership{OwnershipReferenceOrAnnotation, OwnershipReference}))
+	}
+	for i, pat := range n.Reserved {
+		p := path.Child("reserved").Index(i)
+		if _, err := filepath.Match(pat, ""); err != nil || pat == "" {
+			errs = append(errs, field.Invalid(p, pat, "must be a namespace name or a shell pattern such as \"team-*\""))
+			continue
+		}
+		// A pattern may hold * ? [ ]; the rest must be what a namespace name may hold.
+		if strings.ContainsFunc(pat, func(r rune) bool { return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789-*?[]^", r) }) {
+			errs = append(errs, field.Invalid(p, pat, "may hold only lowercase letters, digits, '-' and the pattern characters * ? [ ]"))
+		}
+	}
+	return errs
+}
+
+// Validate checks a level and version with the Pod Security admission library's own parsers.
+func (lv LevelVersion) Validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if _, err := psaapi.ParseLevel(string(lv.Level)); err != nil {
+		errs = append(errs, field.NotSupported(path.Child("level"), lv.Level,
+			[]psaapi.Level{psaapi.LevelPrivileged, psaapi.LevelBaseline, psaapi.LevelRestricted}))
+	}
+	if _, err := psaapi.ParseVersion(lv.Version); err != nil {
+		errs = append(errs, field.Invalid(path.Child("version"), lv.Version, `must be "latest" or "v1.<minor>"`))
+	}
+	return errs
+}
+
+var (
+	httpToken = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+	// trustDomainRE follows SPIFFE: lowercase letters, digits, dots, dashes and underscores.
+	trustDomainRE = regexp.MustCompile(`^[a-z0-9._-]+$`)
+)
+
+// ValidateTrustDomain checks a SPIFFE trust domain.
+func ValidateTrustDomain(path *field.Path, td string) field.ErrorList {
+	if td == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	if len(td) > 255 || !trustDomainRE.MatchString(td) {
+		return field.ErrorList{field.Invalid(path, td, "must be a SPIFFE trust domain: lowercase letters, digits, '.', '-' and '_'")}
+	}
+	return nil
+}
+
+// ValidatePrincipal checks an Istio principal <trust domain>/ns/<namespace>/sa/<service account>.
+func ValidatePrincipal(path *field.Path, p string) field.ErrorList {
+	if errs := ValidateIdentity(path, p); len(errs) > 0 {
+		return errs
+	}
+	parts := strings.Split(p, "/")
+	if len(parts) != 5 || parts[1] != "ns" || parts[3] != "sa" {
+		return field.ErrorList{field.Invalid(path, p, "must look like <trust domain>/ns/<namespace>/sa/<service account>")}
+	}
+	var errs field.ErrorList
+	if len(ValidateTrustDomain(path, parts[0])) > 0 {
+		errs = append(errs, field.Invalid(path, p, fmt.Sprintf("trust domain %q: lowercase letters, digits, '.', '-' and '_' only", parts[0])))
+	}
+	if msgs := validation.IsDNS1123Label(parts[2]); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path, p, "namespace "+strings.Join(msgs, "; ")))
+	}
+	if msgs := validation.IsDNS1123Subdomain(parts[4]); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path, p, "service account "+strings.Join(msgs, "; ")))
+	}
+	return errs
+}
+
+// principalParts splits <trust domain>/ns/<namespace>/sa/<service account>.
+func principalParts(p string) (namespace, serviceAccount string, ok bool) {
+	parts := strings.Split(p, "/")
+	if len(parts) != 5 || parts[1] != "ns" || parts[3] != "sa" {
+		return "", "", false
+	}
+	return parts[2], parts[4], true
+}
+
+func dns1123Label(path *field.Path, v string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(v) {
+		errs = append(errs, field.Invalid(path, v, msg))
+	}
+	return errs
+}

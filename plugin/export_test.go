@@ -1,4 +1,0 @@
-package plugin
-
-// GVKFor exposes gvkFor to the external tests.
-var GVKFor = gvkFor

@@ -1,0 +1,4 @@
+package runner
+
+// GVKFor exposes gvkFor to the external tests.
+var GVKFor = gvkFor

@@ -1,0 +1,270 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+)
+
+// This file decides what the runner reads past its Reader (Runner.APIReader), and reads it. A
+// cache of every Pod and ConfigMap in the cluster would cost the controller memory in proportion
+// to other people's objects; with an APIReader the runner needs neither.
+
+// ManagedSelector selects the objects the plugins made ([ManagedByLabel]=[ManagedByValue]). A
+// manager's cache may hold only those of a kind no plugin reads from other writers (ConfigMap,
+// Gateway) when the Runner has an APIReader: see Runner.Reader.
+func ManagedSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{plugin.ManagedByLabel: plugin.ManagedByValue})
+}
+
+// maxGenerations bounds the rounds of reading what a generation showed missing and generating
+// again: each round reads names no earlier round read, and plugins want few names.
+const maxGenerations = 4
+
+// generate plans the plugins on obs. With an APIReader it then completes obs with what the Reader
+// may not show (pods a decision needs, wanted objects the Reader lacks) and plans again on the
+// completed state, until nothing new turns up, so every plugin decides on all of it.
+func (r *Runner) generate(ctx context.Context, res *Result, profile *profilev1.Profile, ns *corev1.Namespace, obs plugin.Observed, notServed unserved) ([]*planned, plugin.Observed, holds, error) {
+	read := reads{tried: map[plugin.Ref]bool{}}
+	for round := 1; ; round++ {
+		held := holdDataPlane(r.Plugins, ns, obs)
+		obs.Held = held.all()
+		t := plugin.Target{Namespace: ns.Name, Owner: profile.Spec.Owner.Name, Profile: profile, Observed: obs}
+		plans := plan(r.Client.Scheme(), r.Plugins, res, t, notServed)
+		if r.APIReader == nil {
+			return plans, obs, held, nil
+		}
+		completed, added, err := r.complete(ctx, &read, plans, t, ns)
+		if err != nil || !added {
+			return plans, obs, held, err
+		}
+		if round == maxGenerations {
+			return nil, obs, held, fmt.Errorf("namespace %q: the plugins still want objects not read after %d generations", ns.Name, round)
+		}
+		obs = completed
+		for i := range res.Plugins {
+			res.Plugins[i] = PluginResult{Plugin: res.Plugins[i].Plugin}
+		}
+	}
+}
+
+// reads is what the runner read past its Reader in one call.
+type reads struct {
+	tried      map[plugin.Ref]bool
+	podsListed bool
+}
+
+// complete reads through the APIReader what t.Observed may lack and plans need: the namespace's
+// pods, once, when a decision needs them, and every wanted object the Reader did not show. It
+// reports whether anything was added.
+func (r *Runner) complete(ctx context.Context, read *reads, plans []*planned, t plugin.Target, ns *corev1.Namespace) (plugin.Observed, bool, error) {
+	obs := t.Observed
+	added := false
+	if !read.podsListed && needsPods(r.Plugins, plans, t, ns) {
+		read.podsListed = true
+		pods, err := r.listPods(ctx, t.Namespace)
+		if err != nil {
+			return obs, false, err
+		}
+		if len(pods) > 0 {
+			obs.Pods, added = pods, true
+		}
+	}
+	unseen, err := r.readUnseen(ctx, read, plans, t)
+	if err != nil {
+		return obs, false, err
+	}
+	if len(unseen) > 0 {
+		obs.Objects = append(append([]client.Object(nil), obs.Objects...), unseen...)
+		added = true
+	}
+	return obs, added, nil
+}
+
+// readUnseen reads from the APIReader every object a plugin wants that the Reader did not show,
+// unless the Reader shows every object of its kind (Runner.FullyCached). A Reader that caches
+// only the plugins' own objects does not show another writer's object with a wanted name, and
+// server-side apply with force would take it over: read, it is a ConflictError and left alone. It
+// also finds the plugins' own objects a lagging cache does not show yet; of a fully cached kind,
+// such an object is applied again unchanged, as without an APIReader.
+func (r *Runner) readUnseen(ctx context.Context, read *reads, plans []*planned, t plugin.Target) ([]client.Object, error) {
+	var out []client.Object
+	for _, p := range plans {
+		if p.failed {
+			continue // writes nothing
+		}
+		for _, ao := range p.objects {
+			if read.tried[ao.ref] || r.fullyCached(ao.gvk.GroupKind()) || findObserved(t.Observed, ao.gvk, ao.ref.Name) != nil {
+				continue
+			}
+			read.tried[ao.ref] = true
+			obj, err := r.Client.Scheme().New(ao.gvk)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s in %q: %w", ao.ref, t.Namespace, err)
+			}
+			cur, ok := obj.(client.Object)
+			if !ok {
+				return nil, fmt.Errorf("reading %s in %q: %T is not a client.Object", ao.ref, t.Namespace, obj)
+			}
+			err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: ao.ref.Name}, cur)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading %s in %q: %w", ao.ref, t.Namespace, err)
+			}
+			cur.GetObjectKind().SetGroupVersionKind(ao.gvk)
+			out = append(out, cur)
+		}
+	}
+	return out, nil
+}
+
+// fullyCached says whether the Reader shows every object of kind gk (Runner.FullyCached).
+func (r *Runner) fullyCached(gk schema.GroupKind) bool {
+	return slices.Contains(r.FullyCached, gk)
+}
+
+// listPods lists the namespace's pods through the APIReader when there is one (a direct read, so
+// no cluster-wide Pod informer), otherwise through the Reader.
+func (r *Runner) listPods(ctx context.Context, namespace string) ([]corev1.Pod, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.reader()
+	}
+	pods := &corev1.PodList{}
+	if err := reader.List(ctx, pods, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing pods in %q: %w", namespace, err)
+	}
+	return pods.Items, nil
+}
+
+// needsPods says whether a decision of this call depends on the running pods, given plans made
+// without them: a PodObserver asks for them (all of them do, unless they implement PodDemand), a
+// data-plane label may be withdrawn or changed, or an object may be pruned that a PodProtector
+// could name.
+func needsPods(plugins []plugin.Plugin, plans []*planned, t plugin.Target, ns *corev1.Namespace) bool {
+	for i, p := range plugins {
+		po, ok := p.(plugin.PodObserver)
+		if !ok || !po.NeedsPods() || plans[i].failed {
+			continue
+		}
+		pd, ok := p.(plugin.PodDemand)
+		if !ok || pd.NeedsPodsFor(t, plans[i].desired) {
+			return true
+		}
+	}
+	return dataPlaneAtRisk(plans, ns, t.Observed) || pruneAtRisk(plugins, plans, t.Observed)
+}
+
+// revokeNeedsPods says whether Revoke, which takes every label and object down, has pods to wait
+// for: when a plugin holds data-plane labels or protects pods.
+func revokeNeedsPods(plugins []plugin.Plugin) bool {
+	for _, p := range plugins {
+		_, dp := p.(plugin.DataPlane)
+		_, pp := p.(plugin.PodProtector)
+		if dp || pp {
+			return true
+		}
+	}
+	return false
+}
+
+// dataPlaneAtRisk says whether this call may take away or change a data-plane label a plugin
+// owns on ns (see DataPlane): the plugin no longer wants it as it is, or an object
+// the label requires is not observed exactly as its plugin wants it, so the label depends on
+// phase 1's writes. Only then may the pods it captures keep it (holdDataPlane).
+func dataPlaneAtRisk(plans []*planned, ns *corev1.Namespace, obs plugin.Observed) bool {
+	// The same owners holdDataPlane reads: the pods are listed whenever it could hold a label.
+	own := readLabelOwners(ns, pluginsOf(plans))
+	if own.err != nil {
+		return false // the label phase reports it and writes no label
+	}
+	for _, p := range plans {
+		dp, ok := p.plugin.(plugin.DataPlane)
+		if !ok || p.failed {
+			continue // a failed plugin's labels are not written
+		}
+		owned := own.owned(p.plugin.Name())
+		for key, refs := range dp.DataPlaneLabels() {
+			value, set := ns.Labels[key]
+			if !owned[key] || !set {
+				continue
+			}
+			if want, wanted := p.desired.Labels[key]; !wanted || want != value {
+				return true
+			}
+			for _, ref := range append(append([]plugin.Ref(nil), refs...), p.desired.LabelRequires[key]...) {
+				if !observedAsWanted(plans, obs, ref) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// observedAsWanted says whether ref is observed exactly as a plugin that did not fail wants it now:
+// made by that plugin, holding no other writer's content, and matching its apply body. Phase 1
+// then leaves it unchanged and it protects.
+func observedAsWanted(plans []*planned, obs plugin.Observed, ref plugin.Ref) bool {
+	for _, p := range plans {
+		if p.failed {
+			continue
+		}
+		for _, ao := range p.objects {
+			if ao.ref != ref {
+				continue
+			}
+			cur := findObserved(obs, ao.gvk, ref.Name)
+			if cur == nil || !plugin.IsManagedBy(cur.GetLabels(), p.plugin.Name()) {
+				return false
+			}
+			body, err := withHash(ao.data)
+			return err == nil && len(foreignSpecFieldsFor(cur, p.plugin.Name(), body)) == 0 && matches(cur, body)
+		}
+	}
+	return false
+}
+
+// pruneAtRisk says whether phase 3 may delete an object a PodProtector could name: a plugin that
+// did not fail no longer wants an object of its own.
+func pruneAtRisk(plugins []plugin.Plugin, plans []*planned, obs plugin.Observed) bool {
+	protector := false
+	for _, p := range plugins {
+		if _, ok := p.(plugin.PodProtector); ok {
+			protector = true
+		}
+	}
+	if !protector {
+		return false
+	}
+	for _, p := range plans {
+		if p.failed {
+			continue
+		}
+		want := map[plugin.Ref]bool{}
+		for _, o := range p.objects {
+			want[o.ref] = true
+		}
+		for _, cur := range obs.Objects {
+			if _, readOnly := cur.(*metav1.PartialObjectMetadata); readOnly || !plugin.IsManagedBy(cur.GetLabels(), p.plugin.Name()) {
+				continue
+			}
+			if !want[refOf(cur)] {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,161 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+)
+
+// ConditionType is the type of the Profile status condition [Result.Condition] returns.
+const ConditionType = "ProfilePluginsReady"
+
+var (
+	// ErrConflict is wrapped by every [ConflictError].
+	ErrConflict = errors.New("object exists and was not made by this plugin")
+)
+
+// inputError marks err as an ErrInput without changing its message.
+type inputError struct{ error }
+
+func (e inputError) Unwrap() []error { return []error{e.error, plugin.ErrInput} }
+
+// ConflictError says an object the plugin wants already exists but is not marked as the plugin's.
+// The runner leaves such an object alone: overwriting it would fight its real owner.
+type ConflictError struct {
+	Plugin string
+	Ref    plugin.Ref
+	// ManagedBy is what the object's labels say about who made it ("" when unmarked).
+	ManagedBy string
+}
+
+func (e *ConflictError) who() string {
+	if e.ManagedBy != "" {
+		return e.ManagedBy
+	}
+	return "another writer"
+}
+
+func (e *ConflictError) Error() string {
+	who := e.who()
+	return fmt.Sprintf("plugin %s: %s exists and was made by %s; it is left alone (delete or rename it to let the plugin create its own)",
+		e.Plugin, e.Ref, who)
+}
+
+func (e *ConflictError) Unwrap() []error { return []error{ErrConflict, plugin.ErrInput} }
+
+// Result reports one Runner.Apply or Runner.Revoke call.
+type Result struct {
+	// Plugins holds one entry per plugin, in the runner's order.
+	Plugins []PluginResult
+	// Errors are failures that belong to no single plugin, such as a namespace that cannot be read.
+	Errors []error
+	// WaitRequeue is the requeue delay used while a plugin is waiting.
+	WaitRequeue time.Duration
+}
+
+// PluginResult is what happened for one plugin.
+type PluginResult struct {
+	Plugin string
+	// Created, Updated, Unchanged and Deleted list the plugin's objects by what the call did.
+	Created, Updated, Unchanged, Deleted []plugin.Ref
+	// LabelsSet and LabelsRemoved list the namespace label keys the call changed.
+	LabelsSet, LabelsRemoved []string
+	// Waiting says what the plugin still waits for, in words an admin can act on.
+	Waiting []string
+	// Warnings come from the plugin and from the API server's responses to its writes.
+	Warnings []string
+	// Errors are the failures; a failed object or label does not stop the others.
+	Errors []error
+}
+
+// Err joins every error of the call; nil when all succeeded.
+func (r *Result) Err() error { return errors.Join(r.errors()...) }
+
+// Retryable reports whether any error may go away on its own (an API error, a timeout): the
+// controller should requeue with backoff. Input errors alone are not retryable.
+func (r *Result) Retryable() bool {
+	for _, err := range r.errors() {
+		if !errors.Is(err, plugin.ErrInput) {
+			return true
+		}
+	}
+	return false
+}
+
+// Changed reports whether the call wrote anything.
+func (r *Result) Changed() bool {
+	for _, p := range r.Plugins {
+		if len(p.Created)+len(p.Updated)+len(p.Deleted)+len(p.LabelsSet)+len(p.LabelsRemoved) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Waiting lists every plugin's waiting reasons, each prefixed with the plugin's name.
+func (r *Result) Waiting() []string {
+	return r.collect(func(p PluginResult) []string { return p.Waiting })
+}
+
+// Warnings lists every plugin's warnings, each prefixed with the plugin's name.
+func (r *Result) Warnings() []string {
+	return r.collect(func(p PluginResult) []string { return p.Warnings })
+}
+
+func (r *Result) collect(f func(PluginResult) []string) []string {
+	var out []string
+	for _, p := range r.Plugins {
+		for _, s := range f(p) {
+			out = append(out, p.Plugin+": "+s)
+		}
+	}
+	return out
+}
+
+// RequeueAfter is how long the controller should wait before reconciling again: WaitRequeue while
+// any plugin waits, zero otherwise (errors are requeued by the controller's own backoff).
+func (r *Result) RequeueAfter() time.Duration {
+	if len(r.Waiting()) > 0 {
+		return r.WaitRequeue
+	}
+	return 0
+}
+
+// Condition summarises the call as a Profile status condition: True when every plugin reached its
+// desired state, False with the errors and waiting reasons otherwise.
+func (r *Result) Condition() profilev1.ProfileCondition {
+	var msgs []string
+	for _, err := range r.errors() {
+		msgs = append(msgs, err.Error())
+	}
+	msgs = append(msgs, r.Waiting()...)
+	if len(msgs) == 0 {
+		return profilev1.ProfileCondition{Type: ConditionType, Status: "True", Message: "all plugins applied"}
+	}
+	return profilev1.ProfileCondition{Type: ConditionType, Status: "False", Message: strings.Join(msgs, "; ")}
+}
+
+func (r *Result) errors() []error {
+	errs := append([]error(nil), r.Errors...)
+	for _, p := range r.Plugins {
+		errs = append(errs, p.Errors...)
+	}
+	return errs
+}
+
+// String is a one-line summary for logs.
+func (r *Result) String() string {
+	var parts []string
+	for _, p := range r.Plugins {
+		parts = append(parts, fmt.Sprintf("%s: created=%d updated=%d unchanged=%d deleted=%d labels+%d-%d waiting=%d errors=%d",
+			p.Plugin, len(p.Created), len(p.Updated), len(p.Unchanged), len(p.Deleted),
+			len(p.LabelsSet), len(p.LabelsRemoved), len(p.Waiting), len(p.Errors)))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}

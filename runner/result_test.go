@@ -1,0 +1,46 @@
+package runner_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
+)
+
+// Any one kind of write counts as a change, on its own; objects found unchanged do not. Changed
+// is what "no write when nothing changed" is checked against.
+func TestResultChanged(t *testing.T) {
+	ref := []plugin.Ref{{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Name: "x"}}
+	key := []string{"k"}
+	for name, tc := range map[string]struct {
+		p    runner.PluginResult
+		want bool
+	}{
+		"nothing":        {runner.PluginResult{}, false},
+		"unchanged only": {runner.PluginResult{Unchanged: ref}, false},
+		"created":        {runner.PluginResult{Created: ref}, true},
+		"updated":        {runner.PluginResult{Updated: ref}, true},
+		"deleted":        {runner.PluginResult{Deleted: ref}, true},
+		"label set":      {runner.PluginResult{LabelsSet: key}, true},
+		"label removed":  {runner.PluginResult{LabelsRemoved: key}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			quiet := runner.PluginResult{Plugin: "quiet", Unchanged: ref}
+			tc.p.Plugin = "p"
+			r := &runner.Result{Plugins: []runner.PluginResult{quiet, tc.p}}
+			assert.Equal(t, tc.want, r.Changed())
+		})
+	}
+}
+
+// The controller requeues after WaitRequeue only while a plugin waits.
+func TestResultRequeueAfter(t *testing.T) {
+	r := &runner.Result{WaitRequeue: time.Minute, Plugins: []runner.PluginResult{{Plugin: "p"}}}
+	assert.Zero(t, r.RequeueAfter())
+	r.Plugins[0].Waiting = []string{"the waypoint"}
+	assert.Equal(t, time.Minute, r.RequeueAfter())
+}
