@@ -14,10 +14,15 @@ import (
 )
 
 // admitApply says whether Apply may go on for profile; when it may not, res says why. A missing
-// namespace is admitted unless reserved: observe reports it as ErrNamespaceNotFound.
+// namespace is admitted unless reserved: observe reports it as ErrNamespaceNotFound. A Profile
+// without a UID is refused after admission: the objects' owner references need it.
 func (r *Runner) admitApply(ctx context.Context, profile *profilev1.Profile, res *Result) bool {
 	if err := r.admission(ctx, profile); err != nil {
 		res.Errors = append(res.Errors, err)
+		return false
+	}
+	if profile.UID == "" {
+		res.Errors = append(res.Errors, fmt.Errorf("profile %q has no UID: pass the object read from the API server", profile.Name))
 		return false
 	}
 	return true

@@ -12,11 +12,12 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeflow-ambient/profile-plugins/internal/labelowners"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
 // Every plugin's namespace labels go out in one server-side apply under LabelFieldManager, with
-// the LabelOwnersAnnotation saying whose each label is (see labelowners.go). One write keeps a
+// the LabelOwnersAnnotation saying whose each label is (see package labelowners). One write keeps a
 // namespace at the profiles controller's own cost (one namespace update per reconcile), and it is
 // all or nothing: when it fails, the namespace keeps every label it had, so a label gated on its
 // protection can never get ahead of it. Server-side apply still removes a label no plugin wants
@@ -27,7 +28,7 @@ type labelWrite struct {
 	// labels are exactly the labels LabelFieldManager owns after the write.
 	labels map[string]string
 	// owners (plugin -> keys) is the annotation's content; annotation its encoding.
-	owners     map[string]map[string]bool
+	owners     labelowners.Owners
 	annotation string
 	// apply: the write differs from what LabelFieldManager owns now.
 	apply bool
@@ -45,14 +46,14 @@ type labelWrite struct {
 // running plugin's own field manager still owns from an earlier release are taken over, unless
 // the plugin failed. A label LabelFieldManager owns for no plugin is released.
 func planLabels(ns *corev1.Namespace, own labelOwners, plans []*planned, want map[string]map[string]string) labelWrite {
-	w := labelWrite{labels: map[string]string{}, owners: map[string]map[string]bool{},
+	w := labelWrite{labels: map[string]string{}, owners: labelowners.Owners{},
 		set: map[string][]string{}, removed: map[string][]string{}}
 	put := func(pluginName, key, value string) {
 		if cur, taken := w.labels[key]; taken && cur != value {
 			return // an earlier decision holds the key (refuseLabelClashes reports real clashes)
 		}
 		w.labels[key] = value
-		addKey(w.owners, pluginName, key)
+		w.owners.Add(pluginName, key)
 	}
 	keep := func(pluginName, key string) {
 		if v, ok := ns.Labels[key]; ok {
@@ -74,17 +75,17 @@ func planLabels(ns *corev1.Namespace, own labelOwners, plans []*planned, want ma
 	}
 	for _, p := range plans {
 		name := p.plugin.Name()
-		if p.failed || len(own.legacy[name]) == 0 {
+		if p.failed || len(own.Legacy[name]) == 0 {
 			continue
 		}
 		w.release = append(w.release, name)
 		if _, deciding := want[name]; !deciding {
-			for _, k := range slices.Sorted(maps.Keys(own.legacy[name])) {
+			for _, k := range slices.Sorted(maps.Keys(own.Legacy[name])) {
 				keep(name, k)
 			}
 		}
 	}
-	w.annotation = encodeLabelOwners(w.owners)
+	w.annotation = labelowners.Encode(w.owners)
 	w.apply = !w.matches(ns, own)
 	for name, labels := range want {
 		owned := own.owned(name)
@@ -105,18 +106,18 @@ func planLabels(ns *corev1.Namespace, own labelOwners, plans []*planned, want ma
 // matches reports whether LabelFieldManager already owns exactly w's labels with w's values and
 // the annotation w would write.
 func (w labelWrite) matches(ns *corev1.Namespace, own labelOwners) bool {
-	if len(w.labels) != len(own.shared) {
+	if len(w.labels) != len(own.Shared) {
 		return false
 	}
 	for k, v := range w.labels {
-		if cur, ok := ns.Labels[k]; !ok || cur != v || !own.shared[k] {
+		if cur, ok := ns.Labels[k]; !ok || cur != v || !own.Shared[k] {
 			return false
 		}
 	}
 	if w.annotation == "" {
-		return !own.annotated
+		return !own.Annotated
 	}
-	return own.annotated && ns.Annotations[plugin.LabelOwnersAnnotation] == w.annotation
+	return own.Annotated && ns.Annotations[plugin.LabelOwnersAnnotation] == w.annotation
 }
 
 // changed lists the plans whose labels the write changes, in plugin order.
@@ -213,7 +214,7 @@ func (r *Runner) releaseLegacy(ctx context.Context, ns *corev1.Namespace, plans 
 			continue
 		}
 		p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("namespace labels %s moved from field manager %s to %s (once, on upgrade)",
-			strings.Join(slices.Sorted(maps.Keys(own.legacy[name])), ", "), plugin.FieldManager(name), plugin.LabelFieldManager))
+			strings.Join(slices.Sorted(maps.Keys(own.Legacy[name])), ", "), plugin.FieldManager(name), plugin.LabelFieldManager))
 	}
 	return out
 }

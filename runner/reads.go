@@ -7,12 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/internal/ssa"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
@@ -25,37 +24,6 @@ import (
 // Gateway) when the Runner has an APIReader: see Runner.Reader.
 func ManagedSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{plugin.ManagedByLabel: plugin.ManagedByValue})
-}
-
-// maxGenerations bounds the rounds of reading what a generation showed missing and generating
-// again: each round reads names no earlier round read, and plugins want few names.
-const maxGenerations = 4
-
-// generate plans the plugins on obs. With an APIReader it then completes obs with what the Reader
-// may not show (pods a decision needs, wanted objects the Reader lacks) and plans again on the
-// completed state, until nothing new turns up, so every plugin decides on all of it.
-func (r *Runner) generate(ctx context.Context, res *Result, profile *profilev1.Profile, ns *corev1.Namespace, obs plugin.Observed, notServed unserved) ([]*planned, plugin.Observed, holds, error) {
-	read := reads{tried: map[plugin.Ref]bool{}}
-	for round := 1; ; round++ {
-		held := holdDataPlane(r.Plugins, ns, obs)
-		obs.Held = held.all()
-		t := plugin.Target{Namespace: ns.Name, Owner: profile.Spec.Owner.Name, Profile: profile, Observed: obs}
-		plans := plan(r.Client.Scheme(), r.Plugins, res, t, notServed)
-		if r.APIReader == nil {
-			return plans, obs, held, nil
-		}
-		completed, added, err := r.complete(ctx, &read, plans, t, ns)
-		if err != nil || !added {
-			return plans, obs, held, err
-		}
-		if round == maxGenerations {
-			return nil, obs, held, fmt.Errorf("namespace %q: the plugins still want objects not read after %d generations", ns.Name, round)
-		}
-		obs = completed
-		for i := range res.Plugins {
-			res.Plugins[i] = PluginResult{Plugin: res.Plugins[i].Plugin}
-		}
-	}
 }
 
 // reads is what the runner read past its Reader in one call.
@@ -183,7 +151,7 @@ func revokeNeedsPods(plugins []plugin.Plugin) bool {
 // dataPlaneAtRisk says whether this call may take away or change a data-plane label a plugin
 // owns on ns (see DataPlane): the plugin no longer wants it as it is, or an object
 // the label requires is not observed exactly as its plugin wants it, so the label depends on
-// phase 1's writes. Only then may the pods it captures keep it (holdDataPlane).
+// the object phase's writes. Only then may the pods it captures keep it (holdDataPlane).
 func dataPlaneAtRisk(plans []*planned, ns *corev1.Namespace, obs plugin.Observed) bool {
 	// The same owners holdDataPlane reads: the pods are listed whenever it could hold a label.
 	own := readLabelOwners(ns, pluginsOf(plans))
@@ -215,8 +183,8 @@ func dataPlaneAtRisk(plans []*planned, ns *corev1.Namespace, obs plugin.Observed
 }
 
 // observedAsWanted says whether ref is observed exactly as a plugin that did not fail wants it now:
-// made by that plugin, holding no other writer's content, and matching its apply body. Phase 1
-// then leaves it unchanged and it protects.
+// made by that plugin, holding no other writer's content, and matching its apply body. The object
+// phase then leaves it unchanged and it protects.
 func observedAsWanted(plans []*planned, obs plugin.Observed, ref plugin.Ref) bool {
 	for _, p := range plans {
 		if p.failed {
@@ -231,14 +199,14 @@ func observedAsWanted(plans []*planned, obs plugin.Observed, ref plugin.Ref) boo
 				return false
 			}
 			body, err := withHash(ao.data)
-			return err == nil && len(foreignSpecFieldsFor(cur, p.plugin.Name(), body)) == 0 && matches(cur, body)
+			return err == nil && len(ssa.ForeignFields(cur, plugin.FieldManager(p.plugin.Name()), body)) == 0 && matches(cur, body)
 		}
 	}
 	return false
 }
 
-// pruneAtRisk says whether phase 3 may delete an object a PodProtector could name: a plugin that
-// did not fail no longer wants an object of its own.
+// pruneAtRisk says whether the prune phase may delete an object a PodProtector could name: a
+// plugin that did not fail no longer wants an object of its own.
 func pruneAtRisk(plugins []plugin.Plugin, plans []*planned, obs plugin.Observed) bool {
 	protector := false
 	for _, p := range plugins {
@@ -250,20 +218,8 @@ func pruneAtRisk(plugins []plugin.Plugin, plans []*planned, obs plugin.Observed)
 		return false
 	}
 	for _, p := range plans {
-		if p.failed {
-			continue
-		}
-		want := map[plugin.Ref]bool{}
-		for _, o := range p.objects {
-			want[o.ref] = true
-		}
-		for _, cur := range obs.Objects {
-			if _, readOnly := cur.(*metav1.PartialObjectMetadata); readOnly || !plugin.IsManagedBy(cur.GetLabels(), p.plugin.Name()) {
-				continue
-			}
-			if !want[refOf(cur)] {
-				return true
-			}
+		if !p.failed && len(stale(p, obs)) > 0 {
+			return true
 		}
 	}
 	return false

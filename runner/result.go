@@ -159,3 +159,15 @@ func (r *Result) String() string {
 	sort.Strings(parts)
 	return strings.Join(parts, "; ")
 }
+
+// newResult is an empty Result with one entry per plugin, in the runner's order.
+func (r *Runner) newResult() *Result {
+	res := &Result{WaitRequeue: r.WaitRequeue}
+	if res.WaitRequeue == 0 {
+		res.WaitRequeue = DefaultWaitRequeue
+	}
+	for _, p := range r.Plugins {
+		res.Plugins = append(res.Plugins, PluginResult{Plugin: p.Name()})
+	}
+	return res
+}

@@ -75,6 +75,18 @@ func DesiredHash(m map[string]any) (string, error) {
 	return hex.EncodeToString(sum[:8]), nil
 }
 
+// Holds reports whether obj holds every field of the apply body with the same value (see
+// Contains), and if not, the path of the first that differs (".spec.action"). An object without
+// a JSON form holds nothing, and err says why.
+func Holds(obj any, body map[string]any) (held bool, firstDiff string, err error) {
+	m, err := ToMap(obj)
+	if err != nil {
+		return false, "", err
+	}
+	held, firstDiff = Contains(m, body, "")
+	return held, firstDiff, nil
+}
+
 // Contains reports whether every field set in want has the same value in got. Maps may hold more
 // (defaults the API server filled in, fields other writers own); lists must match element by
 // element, because Istio's lists (rules, principals) are atomic and an extra rule is a change.

@@ -126,3 +126,23 @@ func TestToMapStatesTheZeroEnum(t *testing.T) {
 		"ctype is set, jstype already present, targets is a list, features a message")
 	stateEnums(nil, spec)
 }
+
+// Holds is Contains on an object's JSON form: the zero enum the apply body states (action ALLOW)
+// is held by an object that leaves it out, another action is not, and the path says where.
+func TestHoldsComparesAnObjectWithAnApplyBody(t *testing.T) {
+	body := map[string]any{"spec": map[string]any{"action": "ALLOW"}}
+	held, at, err := Holds(&istiosecurityv1.AuthorizationPolicy{}, body)
+	require.NoError(t, err)
+	assert.True(t, held)
+	assert.Empty(t, at)
+
+	audit := &istiosecurityv1.AuthorizationPolicy{Spec: securityv1beta1.AuthorizationPolicy{Action: securityv1beta1.AuthorizationPolicy_AUDIT}}
+	held, at, err = Holds(audit, body)
+	require.NoError(t, err)
+	assert.False(t, held)
+	assert.Equal(t, ".spec.action", at)
+
+	held, _, err = Holds(func() {}, body)
+	assert.Error(t, err, "no JSON form")
+	assert.False(t, held)
+}

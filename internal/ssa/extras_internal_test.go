@@ -1,4 +1,4 @@
-package runner
+package ssa
 
 import (
 	"testing"
@@ -6,18 +6,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
 // withEntry is an object with one managedFields entry (any kind: only managedFields are read).
 func withEntry(manager string, op metav1.ManagedFieldsOperationType, fieldsV1 string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{
-		Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fieldsV1),
-	}}}}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{entry(manager, op, "", fieldsV1)}}}
 }
 
-func TestOwnApplyExtras(t *testing.T) {
+func TestApplyExtras(t *testing.T) {
 	body := map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{"istio.io/dry-run": "false"}, "labels": map[string]any{"a": "b"}},
 		"spec": map[string]any{
@@ -26,7 +22,7 @@ func TestOwnApplyExtras(t *testing.T) {
 			"hosts":     []any{"a", "b"},
 		},
 	}
-	mine := plugin.FieldManager("p")
+	const mine = "profile-plugins/p"
 	for name, c := range map[string]struct {
 		manager string
 		op      metav1.ManagedFieldsOperationType
@@ -47,15 +43,26 @@ func TestOwnApplyExtras(t *testing.T) {
 			`{"f:metadata":{"f:labels":{"f:x":{}},"f:annotations":{"f:x":{}}}}`, nil},
 		"another data key": {mine, metav1.ManagedFieldsOperationApply,
 			`{"f:data":{"f:service":{}}}`, []string{"data"}},
-		"another manager's entry is foreignSpecFields' business": {"gitops", metav1.ManagedFieldsOperationApply,
+		"another manager's entry is ForeignFields' business": {"gitops", metav1.ManagedFieldsOperationApply,
 			`{"f:spec":{"f:selector":{}}}`, nil},
-		"the plugin's Update entry is foreignSpecFields' business": {mine, metav1.ManagedFieldsOperationUpdate,
+		"the manager's Update entry is ForeignFields' business": {mine, metav1.ManagedFieldsOperationUpdate,
 			`{"f:spec":{"f:selector":{}}}`, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, c.want, ownApplyExtras(withEntry(c.manager, c.op, c.fields), "p", body))
+			assert.Equal(t, c.want, ApplyExtras(withEntry(c.manager, c.op, c.fields), mine, body))
 		})
 	}
 	// An entry that cannot be read is no proof that the object is intact.
-	assert.Len(t, ownApplyExtras(withEntry(mine, metav1.ManagedFieldsOperationApply, `{"f:spec":`), "p", body), 1)
+	assert.Len(t, ApplyExtras(withEntry(mine, metav1.ManagedFieldsOperationApply, `{"f:spec":`), mine, body), 1)
+}
+
+// Extras also counts the manager's Updates: a field the runner's restoring Update (or anyone's
+// Update in its name) holds outlives the apply that no longer sets it.
+func TestExtrasCountsTheManagersUpdates(t *testing.T) {
+	const mine = "profile-plugins/p"
+	body := map[string]any{"spec": map[string]any{"rules": []any{}}}
+	update := withEntry(mine, metav1.ManagedFieldsOperationUpdate, `{"f:spec":{"f:rules":{},"f:targetRefs":{}}}`)
+	assert.Equal(t, []string{"spec.targetRefs"}, Extras(update, mine, body))
+	assert.Empty(t, ApplyExtras(update, mine, body))
+	assert.Empty(t, Extras(update, "profile-plugins/other", body), "only the named manager's entries")
 }

@@ -1,0 +1,134 @@
+package ssa
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ForeignFields lists, per field manager other than manager's Apply, the content fields (spec,
+// data, binaryData and the meaning annotations) that field manager owns and manager's Apply entry
+// does not: fields another writer added or took over. Each of them may change what a protective
+// object means (an AuthorizationPolicy's action, selector, targetRefs or dry-run; a Gateway's
+// listeners; another key in the waypoint's patch ConfigMap), and server-side apply cannot take
+// them away. Status writers (istiod on a Gateway) are not counted: they write a subresource.
+// Fields the API server defaulted belong to no manager and are not counted either. The result
+// maps field manager to sorted paths; an Update under manager's own name is listed under it.
+//
+// body is the apply body about to be sent under manager, or nil when unknown. With it, a field
+// manager's own restoring Update holds is drift even while its Apply co-owns it, once the body no
+// longer sets it: the apply then lets go of the field, the Update entry keeps it, and it would
+// outlive the wish (targetRefs on a policy after a switch to sidecar mode, which attaches the
+// policy to nothing). And the content fields manager's Apply entry holds that the body does not
+// set are listed under manager too, whoever applied them under that name (see [ApplyExtras]).
+func ForeignFields(obj metav1.Object, manager string, body map[string]any) map[string][]string {
+	out := map[string][]string{}
+	if body != nil {
+		if extras := ApplyExtras(obj, manager, body); len(extras) > 0 {
+			out[manager] = extras
+		}
+	}
+	if !slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
+		return e.Subresource == "" && (e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply)
+	}) {
+		return out // no other writer, nothing more to parse
+	}
+	own := map[string]bool{}
+	foreign := map[string]map[string]bool{}
+	for _, e := range obj.GetManagedFields() {
+		if e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		paths := contentPaths(fields)
+		if len(paths) == 0 {
+			continue
+		}
+		// Only manager's apply owns fields for good: the fields of its own restoring Update
+		// (below) are not removed when the body stops setting them, so they must show as drift.
+		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply {
+			maps.Copy(own, paths)
+			continue
+		}
+		if foreign[e.Manager] == nil {
+			foreign[e.Manager] = map[string]bool{}
+		}
+		maps.Copy(foreign[e.Manager], paths)
+	}
+	if body != nil {
+		for _, root := range contentRoots {
+			desired, _ := body[root].(map[string]any)
+			for p := range own {
+				rest, below := strings.CutPrefix(p, root+".")
+				if top, _, _ := strings.Cut(rest, "."); below && desired[top] == nil {
+					delete(own, p)
+				}
+			}
+		}
+	}
+	for m, paths := range foreign {
+		for p := range paths {
+			if !own[p] && !slices.Contains(out[m], p) {
+				out[m] = append(out[m], p)
+			}
+		}
+		if len(out[m]) == 0 {
+			delete(out, m)
+			continue
+		}
+		sort.Strings(out[m])
+	}
+	return out
+}
+
+// contentPaths is the set of content fields one managedFields entry holds.
+func contentPaths(fields map[string]any) map[string]bool {
+	paths := map[string]bool{}
+	for _, root := range contentRoots {
+		// A bare node owns no field: it is what a writer's entry keeps once every field it set
+		// was taken over (the previous writer of an adopted policy). A field set atomically still
+		// shows as a leaf below it ("f:targetRefs": {}), so it is not skipped here.
+		if tree, ok := fields["f:"+root].(map[string]any); ok && len(tree) > 0 {
+			fieldPaths(root, tree, paths)
+		}
+	}
+	md, _ := fields["f:metadata"].(map[string]any)
+	ann, _ := md["f:annotations"].(map[string]any)
+	for _, a := range meaningAnnotations {
+		if _, ok := ann["f:"+a]; ok {
+			paths["metadata.annotations."+a] = true
+		}
+	}
+	return paths
+}
+
+// fieldPaths collects the leaves of a managedFields (FieldsV1) tree as dotted paths: "f:x" is a
+// field, "k:{...}" a list item by key, "v:..." a set item; "." marks the node itself.
+func fieldPaths(prefix string, tree map[string]any, out map[string]bool) {
+	if len(tree) == 0 {
+		out[prefix] = true
+		return
+	}
+	for k, v := range tree {
+		if k == "." {
+			out[prefix] = true
+			continue
+		}
+		name := k
+		switch {
+		case strings.HasPrefix(k, "f:"):
+			name = "." + k[2:]
+		case strings.HasPrefix(k, "k:"), strings.HasPrefix(k, "v:"), strings.HasPrefix(k, "i:"):
+			name = "[" + k[2:] + "]"
+		}
+		sub, _ := v.(map[string]any)
+		fieldPaths(prefix+name, sub, out)
+	}
+}

@@ -1,0 +1,58 @@
+package ssa
+
+import (
+	"maps"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// RestoredBody is cur with exactly the desired content (spec, data, binaryData and meaning
+// annotations) and the desired labels, annotations and owner reference laid over its metadata,
+// for an Update that carries cur's resourceVersion as precondition: server-side apply cannot take
+// away fields another manager owns, an Update replaces them. Other writers' metadata (labels,
+// annotations, finalizers, owners) is kept: it does not change what the object protects, and
+// removing it is not the runner's business. Status is kept as observed; the API server ignores it
+// on the main resource anyway. managedFields are left out, so the server keeps and updates them.
+func RestoredBody(cur metav1.Object, desired map[string]any) (*unstructured.Unstructured, error) {
+	m, err := ToMap(cur)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion((&unstructured.Unstructured{Object: desired}).GetAPIVersion())
+	u.SetKind((&unstructured.Unstructured{Object: desired}).GetKind())
+	u.SetManagedFields(nil)
+	want := &unstructured.Unstructured{Object: desired}
+	for _, root := range contentRoots {
+		if v, ok := desired[root]; ok {
+			m[root] = v
+		} else {
+			delete(m, root)
+		}
+	}
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, want.GetLabels())
+	u.SetLabels(labels)
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	for _, a := range meaningAnnotations {
+		delete(ann, a) // back to the desired value below, or to absent
+	}
+	maps.Copy(ann, want.GetAnnotations())
+	u.SetAnnotations(ann)
+	owners := u.GetOwnerReferences()
+	for _, o := range want.GetOwnerReferences() {
+		if !slices.ContainsFunc(owners, func(have metav1.OwnerReference) bool { return have.UID == o.UID }) {
+			owners = append(owners, o)
+		}
+	}
+	u.SetOwnerReferences(owners)
+	return u, nil
+}

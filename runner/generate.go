@@ -1,0 +1,131 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+)
+
+// maxGenerations bounds the rounds of reading what a generation showed missing and generating
+// again: each round reads names no earlier round read, and plugins want few names.
+const maxGenerations = 4
+
+// generate plans the plugins on obs. With an APIReader it then completes obs with what the Reader
+// may not show (pods a decision needs, wanted objects the Reader lacks) and plans again on the
+// completed state, until nothing new turns up, so every plugin decides on all of it.
+func (r *Runner) generate(ctx context.Context, res *Result, profile *profilev1.Profile, ns *corev1.Namespace, obs plugin.Observed, notServed unserved) ([]*planned, plugin.Observed, holds, error) {
+	read := reads{tried: map[plugin.Ref]bool{}}
+	for round := 1; ; round++ {
+		held := holdDataPlane(r.Plugins, ns, obs)
+		obs.Held = held.all()
+		t := plugin.Target{Namespace: ns.Name, Owner: profile.Spec.Owner.Name, Profile: profile, Observed: obs}
+		plans := generateAll(r.Client.Scheme(), r.Plugins, res, t, notServed)
+		if r.APIReader == nil {
+			return plans, obs, held, nil
+		}
+		completed, added, err := r.complete(ctx, &read, plans, t, ns)
+		if err != nil || !added {
+			return plans, obs, held, err
+		}
+		if round == maxGenerations {
+			return nil, obs, held, fmt.Errorf("namespace %q: the plugins still want objects not read after %d generations", ns.Name, round)
+		}
+		obs = completed
+		for i := range res.Plugins {
+			res.Plugins[i] = PluginResult{Plugin: res.Plugins[i].Plugin}
+		}
+	}
+}
+
+// planned is one plugin's generated state, decorated and keyed for the runner's phases.
+type planned struct {
+	plugin  plugin.Plugin
+	res     *PluginResult
+	desired plugin.Desired
+	objects []applyObject
+	failed  bool // generation failed: touch nothing of this plugin
+}
+
+// applyObject is one object a plugin wants: its apply body, and what the object phase made of it.
+type applyObject struct {
+	ref  plugin.Ref
+	gvk  schema.GroupVersionKind
+	data map[string]any // the apply body
+	// broken says why the object does not protect after the object phase; "" when it does.
+	broken string
+	// restored: the object phase found another writer's change on the object and wrote the
+	// desired one back (or tried to). What the data plane runs may still be the changed version
+	// until the control plane has caught up (istiod programs a restored Gateway some time after
+	// the write), so the routing labels that require the object wait for the next call.
+	restored bool
+	// rewritten: the object phase writes a change to an object whose readiness its plugin judged
+	// from the observed status (Desired.ReadyFromStatus), which describes the version before the
+	// write.
+	rewritten bool
+}
+
+// generateAll runs every plugin's Generate and turns its objects into apply bodies.
+func generateAll(s *runtime.Scheme, plugins []plugin.Plugin, res *Result, t plugin.Target, notServed unserved) []*planned {
+	plans := make([]*planned, len(plugins))
+	for i, p := range plugins {
+		pl := &planned{plugin: p, res: &res.Plugins[i]}
+		plans[i] = pl
+		d, err := p.Generate(t)
+		if err == nil {
+			pl.desired = d
+			pl.objects, err = decorate(s, p, t, d.Objects)
+		}
+		if err != nil {
+			pl.failed = true
+			pl.res.Errors = append(pl.res.Errors, inputError{fmt.Errorf("plugin %s: %w", p.Name(), err)})
+			continue
+		}
+		if err := wantsNotServed(pl.objects, notServed); err != nil {
+			pl.failed = true
+			pl.res.Errors = append(pl.res.Errors, fmt.Errorf("plugin %s: %w", p.Name(), err))
+			continue
+		}
+		pl.res.Waiting = append(pl.res.Waiting, d.Waiting...)
+		pl.res.Warnings = append(pl.res.Warnings, d.Warnings...)
+		for _, e := range d.Errors {
+			pl.res.Errors = append(pl.res.Errors, inputError{fmt.Errorf("plugin %s: %w", p.Name(), e)})
+		}
+	}
+	refuseLabelClashes(plans)
+	warnSecondWriters(plans, t.Observed)
+	return plans
+}
+
+// refuseLabelClashes stops two plugins from fighting over one namespace label: both would force
+// their value on every reconcile. The earlier plugin keeps the key; the later one gets an error.
+func refuseLabelClashes(plans []*planned) {
+	type claim struct{ plugin, value string }
+	claims := map[string]claim{}
+	for _, p := range plans {
+		if p.failed {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(p.desired.Labels)) {
+			v := p.desired.Labels[k]
+			c, taken := claims[k]
+			if !taken {
+				claims[k] = claim{p.plugin.Name(), v}
+				continue
+			}
+			if c.value != v {
+				p.res.Errors = append(p.res.Errors, inputError{fmt.Errorf("plugin %s: namespace label %s=%q clashes with plugin %s's %q; it is not applied",
+					p.plugin.Name(), k, v, c.plugin, c.value)})
+				p.desired.Labels = maps.Clone(p.desired.Labels)
+				delete(p.desired.Labels, k)
+			}
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+)
+
+// holds are the data-plane labels the runner keeps on the namespace although their plugin would
+// take them away, and the objects they require, because pods they capture still run.
+type holds struct {
+	labels map[string]map[string]string   // plugin -> label key -> value kept
+	pods   map[string]map[string][]string // plugin -> label key -> captured pods
+	refs   map[plugin.Ref]bool            // objects a held label requires: never pruned
+	// protected are objects running pods depend on whatever the labels say (PodProtector):
+	// never pruned either, and their pods are named while they wait.
+	protected map[plugin.Ref][]string
+}
+
+// holdDataPlane finds, for each DataPlane plugin, the data-plane labels it owns on
+// ns that capture running pods, and, for each PodProtector, the objects running pods depend on.
+func holdDataPlane(plugins []plugin.Plugin, ns *corev1.Namespace, obs plugin.Observed) holds {
+	pods := obs.Pods
+	h := holds{labels: map[string]map[string]string{}, pods: map[string]map[string][]string{}, refs: map[plugin.Ref]bool{}, protected: map[plugin.Ref][]string{}}
+	for _, p := range plugins {
+		pp, ok := p.(plugin.PodProtector)
+		if !ok {
+			continue
+		}
+		for ref, names := range pp.ProtectedPods(obs) {
+			if len(names) > 0 {
+				h.refs[ref] = true
+				h.protected[ref] = slices.Sorted(slices.Values(names))
+			}
+		}
+	}
+	own := readLabelOwners(ns, plugins)
+	if own.err != nil {
+		return h // the label phase reports it and writes no label
+	}
+	for _, p := range plugins {
+		dp, ok := p.(plugin.DataPlane)
+		if !ok {
+			continue
+		}
+		owned := own.owned(p.Name())
+		for key, refs := range dp.DataPlaneLabels() {
+			value, set := ns.Labels[key]
+			if !owned[key] || !set {
+				continue
+			}
+			captured := dp.Captured(key, value, pods)
+			if len(captured) == 0 {
+				continue
+			}
+			if h.labels[p.Name()] == nil {
+				h.labels[p.Name()] = map[string]string{}
+				h.pods[p.Name()] = map[string][]string{}
+			}
+			h.labels[p.Name()][key] = value
+			h.pods[p.Name()][key] = slices.Sorted(slices.Values(captured))
+			for _, ref := range refs {
+				h.refs[ref] = true
+			}
+		}
+	}
+	return h
+}
+
+func (h holds) holds(plugin, key string) bool {
+	_, ok := h.labels[plugin][key]
+	return ok
+}
+
+// all is every held label, for Observed.Held.
+func (h holds) all() map[string]string {
+	out := map[string]string{}
+	for _, labels := range h.labels {
+		maps.Copy(out, labels)
+	}
+	return out
+}
+
+// labelsOf is a copy of the plugin's held labels, never nil.
+func (h holds) labelsOf(pluginName string) map[string]string {
+	out := maps.Clone(h.labels[pluginName])
+	if out == nil {
+		out = map[string]string{}
+	}
+	return out
+}
+
+func (h holds) reason(plugin, key string) string {
+	pods := h.pods[plugin][key]
+	return fmt.Sprintf("%d running pod(s) would otherwise be outside every data plane: %s", len(pods), strings.Join(pods, ", "))
+}
+
+func (h holds) waitingFor(plugin, key string) string {
+	return fmt.Sprintf("keeps %s=%s and the objects it requires until no pod depends on it (restart the pods into the new data plane or delete them); %s",
+		key, h.labels[plugin][key], h.reason(plugin, key))
+}
+
+// keeping says why an object the plugin no longer wants is not pruned ("" when no pod depends on it).
+func (h holds) keeping(ref plugin.Ref) string {
+	pods := h.protected[ref]
+	if len(pods) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("keeps %s until no running pod depends on it (restart the pods into the new data plane or delete them); %d running pod(s) would otherwise have no ALLOW policy and admit every caller: %s",
+		ref, len(pods), strings.Join(pods, ", "))
+}
+
+// waiting lists a waiting reason for every label held for the plugin.
+func (h holds) waiting(pluginName string) []string {
+	var out []string
+	for _, key := range slices.Sorted(maps.Keys(h.labels[pluginName])) {
+		out = append(out, h.waitingFor(pluginName, key))
+	}
+	return out
+}

@@ -1,0 +1,199 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeflow-ambient/profile-plugins/internal/ssa"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+)
+
+// objectStep is what the object phase decided for one wanted object, before writing anything.
+type objectStep struct {
+	cur  client.Object  // as observed; nil when missing
+	body map[string]any // the apply body with its desired hash
+	// send: the object is written, restored first when foreign holds anything. Otherwise nothing
+	// is written, and broken says why the object does not protect ("" when it does).
+	send   bool
+	broken string
+	// foreign are the content fields that others (or an Update under the plugin's own manager)
+	// hold and the body does not set: the restore takes them away.
+	foreign map[string][]string
+	// restored and rewritten become the object's (see applyObject).
+	restored, rewritten bool
+	// What the step reports before any write: a reason to wait, warnings, an error that stops the
+	// object, or that it is unchanged.
+	waiting, warnings []string
+	err               error
+	unchanged         bool
+}
+
+// writeObjects is the object phase: every wanted object of the plugins that did not fail, in
+// plugin order. With rewrite false (a withdrawal failed) it only creates missing ones: an object
+// that exists stays as it is and counts as what it is. A missing object is created only once what
+// it requires (Desired.CreateRequires) protects, after the writes made so far in this phase.
+func (r *Runner) writeObjects(ctx context.Context, ap *applyPlan, rewrite bool) {
+	sofar := protections{why: map[plugin.Ref]string{}, obs: ap.obs}
+	for _, p := range ap.plans {
+		if p.failed {
+			continue
+		}
+		adopt := map[plugin.Ref]bool{}
+		for _, ref := range p.desired.Adopt {
+			adopt[ref] = true
+		}
+		for i := range p.objects {
+			ao := &p.objects[i]
+			ao.broken = r.writeObject(ctx, p, ao, decideObject(p, ao, ap.obs, rewrite, adopt[ao.ref], sofar))
+			sofar.why[ao.ref] = ao.broken
+		}
+	}
+}
+
+// decideObject decides whether one object is written now; it writes nothing.
+func decideObject(p *planned, ao *applyObject, obs plugin.Observed, rewrite, adoptable bool, sofar protections) objectStep {
+	cur := findObserved(obs, ao.gvk, ao.ref.Name)
+	if cur == nil {
+		if gaps := sofar.gapsSoFar(p.desired.CreateRequires[ao.ref]); len(gaps) > 0 {
+			return objectStep{broken: "is not created yet",
+				waiting: []string{fmt.Sprintf("%s is not created yet: %s", ao.ref, strings.Join(gaps, ", "))}}
+		}
+		return decideWrite(p, ao, nil, adoptable)
+	}
+	if !rewrite {
+		return keepAsItIs(p, ao, cur)
+	}
+	return decideWrite(p, ao, cur, adoptable)
+}
+
+// keepAsItIs is the step for an object that exists while a withdrawal failed: nothing is written,
+// and it protects as it stands.
+func keepAsItIs(p *planned, ao *applyObject, cur client.Object) objectStep {
+	s := objectStep{cur: cur, broken: asItIs(cur, p.plugin.Name())}
+	if extras := ssa.ApplyExtras(cur, plugin.FieldManager(p.plugin.Name()), ao.data); s.broken == "" && len(extras) > 0 {
+		s.broken = "holds content the plugin does not set (" + strings.Join(extras, ", ") + ")"
+	}
+	if body, err := withHash(ao.data); err != nil || !matches(cur, body) || s.broken != "" {
+		s.waiting = []string{fmt.Sprintf("%s is left as it is until the enrolment labels that route to it are withdrawn", ao.ref)}
+	}
+	return s
+}
+
+// decideWrite is the step for an object the runner may write: left alone when another writer
+// made it (a ConflictError, unless the plugin adopts it), unchanged when it is as desired, and
+// otherwise written, with a warning for each change another writer made.
+func decideWrite(p *planned, ao *applyObject, cur client.Object, adoptable bool) objectStep {
+	name := p.plugin.Name()
+	body, err := withHash(ao.data)
+	if err != nil {
+		return objectStep{broken: "could not be rendered", err: fmt.Errorf("plugin %s: %s: %w", name, ao.ref, err)}
+	}
+	s := objectStep{cur: cur, body: body, send: true}
+	if cur == nil {
+		return s
+	}
+	adopted := false
+	if !plugin.IsManagedBy(cur.GetLabels(), name) {
+		// Another of this library's plugins is never adopted from: that would make two
+		// plugins fight over one object.
+		if !adoptable || cur.GetLabels()[plugin.ManagedByLabel] == plugin.ManagedByValue {
+			err := &ConflictError{Plugin: name, Ref: ao.ref, ManagedBy: managedBy(cur.GetLabels())}
+			return objectStep{cur: cur, broken: "exists and was made by " + err.who(), err: err}
+		}
+		adopted = true
+		s.warnings = append(s.warnings, fmt.Sprintf("adopted %s, which another writer made", ao.ref))
+	}
+	s.foreign = ssa.ForeignFields(cur, plugin.FieldManager(name), body)
+	if len(s.foreign) == 0 && matches(cur, body) {
+		return objectStep{cur: cur, warnings: s.warnings, unchanged: true}
+	}
+	if others := withoutManager(s.foreign, plugin.FieldManager(name)); len(others) > 0 && !adopted {
+		s.warnings = append(s.warnings, fmt.Sprintf("%s was changed by another writer (%s); restoring the desired spec", ao.ref, describeForeign(others)))
+	}
+	if w := ownManagerWarning(ao.ref, cur, name, body, s.foreign); w != "" {
+		s.warnings = append(s.warnings, w)
+	}
+	s.restored = restoresDrift(cur, name, body, s.foreign)
+	s.rewritten = slices.Contains(p.desired.ReadyFromStatus, ao.ref)
+	return s
+}
+
+// writeObject records s in the plugin's result and carries it out, and says why the object does
+// not protect after the call ("" when it does: as desired, written now, or an earlier version of
+// the plugin's own that still stands because an update failed).
+func (r *Runner) writeObject(ctx context.Context, p *planned, ao *applyObject, s objectStep) string {
+	p.res.Waiting = append(p.res.Waiting, s.waiting...)
+	p.res.Warnings = append(p.res.Warnings, s.warnings...)
+	if s.err != nil {
+		p.res.Errors = append(p.res.Errors, s.err)
+	}
+	if s.unchanged {
+		p.res.Unchanged = append(p.res.Unchanged, ao.ref)
+	}
+	if !s.send {
+		return s.broken
+	}
+	name := p.plugin.Name()
+	ao.restored, ao.rewritten = s.restored, s.rewritten
+	restoreFailed := len(s.foreign) > 0 && !r.restore(ctx, p, ao, s.cur, s.body)
+	wctx, warnings := collectWarnings(ctx)
+	err := r.Client.Apply(wctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: s.body}),
+		client.FieldOwner(plugin.FieldManager(name)), client.ForceOwnership)
+	p.res.Warnings = append(p.res.Warnings, warnings()...)
+	if err != nil {
+		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: applying %s: %w", name, ao.ref, err))
+	}
+	if err == nil {
+		if s.cur == nil {
+			p.res.Created = append(p.res.Created, ao.ref)
+		} else {
+			p.res.Updated = append(p.res.Updated, ao.ref)
+		}
+	}
+	return afterWrite(s.cur, name, s.foreign, restoreFailed, ao.restored, err)
+}
+
+// afterWrite says why an object does not protect after the runner wrote it ("" when it does).
+func afterWrite(cur client.Object, pluginName string, foreign map[string][]string, restoreFailed, restored bool, applyErr error) string {
+	switch {
+	case restoreFailed:
+		return "was changed by another writer (" + describeForeign(foreign) + ") and restoring it failed"
+	case applyErr == nil:
+		return ""
+	case cur == nil:
+		return "does not exist and creating it failed"
+	case len(foreign) > 0:
+		return "" // restored to exactly the desired spec; only taking ownership back failed
+	case restored:
+		// A value changed under the plugin's own field manager: only the failed apply would undo it.
+		return "was changed by a writer using the plugin's own field manager and restoring it failed"
+	case plugin.IsManagedBy(cur.GetLabels(), pluginName):
+		return "" // the earlier version of the plugin's own still protects
+	}
+	return "could not be taken over"
+}
+
+// restore replaces cur's spec by exactly the desired one. Server-side apply cannot do it: it
+// never removes fields another manager owns, such as a selector or targetRefs added to a
+// policy. An Update with cur's resourceVersion as precondition can, and it keeps the object in
+// place throughout; deleting and re-creating it (with a UID precondition) would leave the
+// namespace without the policy in between, and with no ALLOW policy ztunnel admits every caller.
+// A stale resourceVersion fails with a conflict and the next reconcile tries again.
+func (r *Runner) restore(ctx context.Context, p *planned, ao *applyObject, cur client.Object, body map[string]any) bool {
+	u, err := ssa.RestoredBody(cur, body)
+	if err == nil {
+		wctx, warnings := collectWarnings(ctx)
+		err = r.Client.Update(wctx, u, client.FieldOwner(plugin.FieldManager(p.plugin.Name())))
+		p.res.Warnings = append(p.res.Warnings, warnings()...)
+	}
+	if err != nil {
+		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: restoring %s: %w", p.plugin.Name(), ao.ref, err))
+		return false
+	}
+	return true
+}

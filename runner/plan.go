@@ -1,0 +1,38 @@
+package runner
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+)
+
+// applyPlan is what one Apply decided before its first write, from the observed state and what
+// the plugins generated: which enrolment labels come off first, and what the prune phase deletes
+// and keeps. The object and label phases decide the rest as they go, because each of their
+// decisions depends on the writes before it: an object is created only once what it requires
+// protects after the writes before it, and a label is set only on what protects after the object
+// phase.
+type applyPlan struct {
+	ns    *corev1.Namespace // refreshed after the withdraw phase's write
+	obs   plugin.Observed
+	held  holds
+	plans []*planned
+	// withdraw maps each plugin that has enrolment labels to take off first to the labels it keeps
+	// meanwhile; empty when there is none.
+	withdraw map[string]map[string]string
+	// prune is, per plan, what the prune phase does with the plugin's stale objects; the zero
+	// value, deleting nothing, for a plugin whose generation failed.
+	prune []pruneDecision
+}
+
+// plan decides what Apply can decide before it writes anything.
+func plan(ns *corev1.Namespace, obs plugin.Observed, held holds, plans []*planned) *applyPlan {
+	ap := &applyPlan{ns: ns, obs: obs, held: held, plans: plans,
+		withdraw: planWithdrawal(plans, ns, held), prune: make([]pruneDecision, len(plans))}
+	for i, p := range plans {
+		if !p.failed {
+			ap.prune[i] = decidePrune(p, obs, held, true)
+		}
+	}
+	return ap
+}
