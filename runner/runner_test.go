@@ -12,7 +12,6 @@ import (
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -224,33 +223,6 @@ func TestApplyRemovesAFieldThePluginStopsSetting(t *testing.T) {
 	assert.Equal(t, map[string]string{"a": "1"}, cm.Data)
 }
 
-func TestApplyPrunesWhatThePluginNoLongerWants(t *testing.T) {
-	e := newEnv(t)
-	want := []client.Object{configMap("keep", nil), policy("stale", ns)}
-	p := &testPlugin{
-		name:    "mesh",
-		objects: func(plugin.Target) []client.Object { return want },
-		labels:  map[string]string{"istio.io/dataplane-mode": "ambient", "istio.io/use-waypoint": "waypoint"},
-	}
-	r := newRunner(t, e, p)
-	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
-
-	// The configuration switches: one object and one label go away.
-	want = want[:1]
-	p.labels = map[string]string{"istio.io/dataplane-mode": "ambient"}
-	res := r.Apply(context.Background(), testProfile())
-	require.NoError(t, res.Err())
-
-	assert.Equal(t, []plugin.Ref{policyRef("stale")}, res.Plugins[0].Deleted)
-	assert.Equal(t, []string{"istio.io/use-waypoint"}, res.Plugins[0].LabelsRemoved)
-	err := e.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "stale"}, &istiosecurityv1.AuthorizationPolicy{})
-	assert.True(t, apierrors.IsNotFound(err), "stale policy must be gone, got %v", err)
-	labels := e.namespace(t).Labels
-	assert.NotContains(t, labels, "istio.io/use-waypoint")
-	assert.Equal(t, "ambient", labels["istio.io/dataplane-mode"])
-	assert.Equal(t, "ml", labels["team"])
-}
-
 func TestApplyLeavesForeignObjectsAlone(t *testing.T) {
 	foreign := policy("owner", "somebody-else")
 	foreign.Namespace = ns
@@ -348,43 +320,6 @@ func TestFailedGenerationKeepsEverything(t *testing.T) {
 	require.ErrorContains(t, res.Err(), "plugin pss: boom")
 	assert.Equal(t, before, e.writes, "a failing plugin must not prune or unlabel")
 	assert.Equal(t, "baseline", e.namespace(t).Labels["pod-security.kubernetes.io/enforce"])
-}
-
-func TestRevoke(t *testing.T) {
-	e := newEnv(t)
-	p := &testPlugin{
-		name: "mesh",
-		objects: func(plugin.Target) []client.Object {
-			return []client.Object{configMap("cfg", nil), policy("owner", ns)}
-		},
-		labels: map[string]string{"istio.io/dataplane-mode": "ambient"},
-	}
-	foreign := configMap("users-own", nil)
-	foreign.Namespace = ns
-	require.NoError(t, e.Create(context.Background(), foreign))
-	r := newRunner(t, e, p)
-	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
-
-	res := r.Revoke(context.Background(), testProfile())
-	require.NoError(t, res.Err())
-	assert.Len(t, res.Plugins[0].Deleted, 2)
-	assert.Equal(t, []string{"istio.io/dataplane-mode"}, res.Plugins[0].LabelsRemoved)
-	labels := e.namespace(t).Labels
-	assert.NotContains(t, labels, "istio.io/dataplane-mode")
-	assert.Equal(t, "ml", labels["team"])
-	require.NoError(t, e.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "users-own"}, &corev1.ConfigMap{}))
-
-	writes := e.writes
-	res = r.Revoke(context.Background(), testProfile())
-	require.NoError(t, res.Err())
-	assert.False(t, res.Changed())
-	assert.Equal(t, writes, e.writes, "a second revoke must write nothing")
-}
-
-func TestRevokeOfAMissingNamespaceSucceeds(t *testing.T) {
-	c := fake.NewClientBuilder().WithScheme(runner.NewScheme()).Build()
-	res := newRunner(t, c, &testPlugin{name: "mesh"}).Revoke(context.Background(), testProfile())
-	assert.NoError(t, res.Err())
 }
 
 func TestApplyNeedsTheNamespace(t *testing.T) {
@@ -556,20 +491,6 @@ func (p *enrolmentPlugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	d, err := p.testPlugin.Generate(t)
 	d.Enrolment = p.enrolment
 	return d, err
-}
-
-// Metadata-only lists share one Go type across kinds; the kind must come from the object.
-func TestGVKOfMetadataListsIsNotCachedByType(t *testing.T) {
-	s := runner.NewScheme()
-	rb := &metav1.PartialObjectMetadataList{}
-	rb.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBindingList"))
-	cm := &metav1.PartialObjectMetadataList{}
-	cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-	for _, l := range []*metav1.PartialObjectMetadataList{rb, cm, rb} {
-		got, err := runner.GVKFor(s, l)
-		require.NoError(t, err)
-		assert.Equal(t, l.GroupVersionKind(), got)
-	}
 }
 
 // A routing label whose value changes is withdrawn before the objects change too, and set again

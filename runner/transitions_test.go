@@ -503,3 +503,47 @@ func TestDetachedOwnerPolicyIsReattachedWhileTheOwnerIsInvalid(t *testing.T) {
 	m.runner.Apply(context.Background(), p)
 	enrolled(t, m.labels())
 }
+
+// A switch to sidecar mode keeps ambient enrolment and the ztunnel policy while a pod without a
+// sidecar runs, and says so; once the pod is back with a sidecar, ambient goes.
+func TestSidecarSwitchWaitsForPods(t *testing.T) {
+	m := newMesh(t)
+	m.enrol()
+	m.addPod("app", nil)
+	m.configure(config.ModeSidecar)
+	res := m.apply()
+	require.NoError(t, res.Err())
+	labels := m.labels()
+	assert.Equal(t, "ambient", labels[dataplaneMode])
+	assert.Equal(t, "enabled", labels["istio-injection"], "new pods get a sidecar")
+	assert.NotContains(t, labels, useWaypoint)
+	assert.NotNil(t, m.policy(ztunnelName))
+	assert.Contains(t, strings.Join(res.Waiting(), "\n"), "keeps istio.io/dataplane-mode=ambient and the objects it requires until no pod depends on it (restart the pods into the new data plane or delete them); 1 running pod(s) would otherwise be outside every data plane: app")
+
+	for _, w := range m.writes {
+		if strings.HasPrefix(w, "apply labels") {
+			assert.Contains(t, w, dataplaneMode, "ambient must never be withdrawn while the pod runs, not even for a moment")
+		}
+	}
+
+	// While it stands, the ztunnel policy is still kept intact.
+	pol := m.policy(ztunnelName)
+	pol.Spec.Action = securityv1beta1.AuthorizationPolicy_AUDIT
+	require.NoError(t, m.c.Update(context.Background(), pol, client.FieldOwner("gitops")))
+	require.NoError(t, m.apply().Err())
+	assert.Equal(t, securityv1beta1.AuthorizationPolicy_ALLOW, m.policy(ztunnelName).Spec.Action)
+
+	m.deletePod("app")
+	m.writes = nil
+	m.addPod("app-restarted", map[string]string{"sidecar.istio.io/status": `{"containers":["istio-proxy"]}`})
+	res = m.apply()
+	require.NoError(t, res.Err())
+	assert.Empty(t, res.Waiting())
+	assert.NotContains(t, m.labels(), dataplaneMode)
+	assert.Nil(t, m.policy(ztunnelName))
+	labelsAt := slices.IndexFunc(m.writes, func(w string) bool {
+		return strings.HasPrefix(w, "apply labels") && !strings.Contains(w, dataplaneMode)
+	})
+	policyAt := slices.Index(m.writes, "delete AuthorizationPolicy/"+ztunnelName)
+	assert.True(t, labelsAt >= 0 && labelsAt < policyAt, "the label goes before its policy: %v", m.writes)
+}
