@@ -1,46 +1,75 @@
-// Package plugin is the contract between the Kubeflow profiles controller and the generators in
-// this module (waypoint, authz, pss), and the runner that writes what they generate.
+// Package runner applies and revokes the plugins of package
+// [github.com/kubeflow-ambient/profile-plugins/plugin] for one Profile at a time: it observes the
+// Profile's namespace, runs every plugin's Generate on what it saw, and writes what they want in an
+// order that never leaves a user namespace open. [New] builds a [Runner]; [Runner.Apply] and
+// [Runner.Revoke] return a [Result] that says what happened and what is waited for; [Render]
+// previews without an API server; [WithManager], [CacheOptions] and [WithWarnings] wire the
+// runner into a controller-runtime manager.
 //
-// A [Plugin] is pure: given a [Target] (the namespace, its Profile and the state the runner observed)
-// it returns a [Desired]: typed objects and the namespace labels it owns. The [Runner] turns that into
-// API calls that are safe to repeat:
+// # One Apply, phase by phase
 //
-//   - objects are written with server-side apply, one field manager per plugin, each labelled with
-//     [ManagedByLabel] and [PluginLabel] and controlled by the Profile;
-//   - an object that exists under a managed name but was not made by the plugin is reported as a
-//     [ConflictError] and left alone;
-//   - namespace labels of every plugin are applied together under [LabelFieldManager] (one write
-//     per call, and one more first when enrolment labels are withdrawn), with
-//     [LabelOwnersAnnotation] saying which plugin owns which, so labels other writers set survive,
-//     labels a plugin stops wanting disappear, and a failed write changes none;
-//   - what a plugin made earlier and no longer wants is deleted (pruned);
-//   - nothing is written when the observed state already matches.
+// Each phase is in the file named after it, and runs across all plugins, in the runner's order:
+//
+//   - admit: the namespace is the Profile's (see "Whose namespace" below), and the Profile has a UID;
+//   - observe: the namespace, every object of the plugins' Kinds in it, and, without an
+//     APIReader, its pods;
+//   - generate: every plugin's Generate, its objects turned into apply bodies (managed labels,
+//     the Profile as controller, the desired-hash annotation); with an APIReader, what a
+//     decision needs that the Reader may not show is read, and the plugins generate again;
+//   - plan: what can be decided before the first write: the enrolment labels that come off
+//     first, and what the prune phase deletes and keeps;
+//   - withdraw: enrolment labels that are going away or changing ([plugin.Desired.Enrolment],
+//     such as istio.io/use-waypoint) come off, in one label write, so traffic never follows a
+//     label to policies that are about to be rewritten;
+//   - objects: every object is written, with server-side apply under its plugin's field manager
+//     (policies protect); an object that exists under a wanted name but was not made by the
+//     plugin is a [ConflictError] and left alone;
+//   - labels: the namespace labels of every plugin, each gated as below, in one write under
+//     [plugin.LabelFieldManager], with [plugin.LabelOwnersAnnotation] saying which plugin owns
+//     which, so labels other writers set survive, labels a plugin stops wanting go, and a failed
+//     write changes none;
+//   - prune: what a plugin made earlier and wants no more is deleted; protection comes down last.
+//
+// Nothing is written when the observed state already matches. Errors of one object or plugin are
+// recorded in the Result and do not stop the others. The object and label phases decide as they
+// go, because each decision depends on the writes before it. When the withdrawal fails, the label
+// still routes traffic to the objects as they are: that call only creates missing objects,
+// rewrites and prunes none, and the next reconcile retries in order. [Runner.Revoke] runs the
+// other way round: routing labels first, then the objects behind them (none, if taking the labels
+// off failed), and data-plane labels and the objects pods depend on last, once no pod depends on
+// them (or left to garbage collection when the Profile controls the namespace).
 //
 // # Safety model: a label only where its protection stands
 //
-// Each enrolment label requires protective objects ([Desired.LabelRequires]):
+// Each enrolment label requires protective objects ([plugin.Desired.LabelRequires]):
 // istio.io/dataplane-mode=ambient requires the ztunnel policy; istio.io/use-waypoint and
 // istio.io/ingress-use-waypoint require the owner policy, the ztunnel policy, a Programmed
-// waypoint Gateway and (with the seccomp patch) the ConfigMap istiod patches the waypoint with. A label is set, or kept, only while each requirement exists, carries its
-// plugin's labels and is intact. Intact means its meaning, not its bytes: the desired fields hold
-// their values (enums such as action: ALLOW are stated, not left to the zero value), and no other
-// field manager owns a content field the plugin does not set (an action, selector, targetRefs or
-// extra rule on a policy; a class, listener or infrastructure on a Gateway; a key of a ConfigMap's
-// data; an istio.io/dry-run annotation, which switches a policy off). Such drift is restored to
-// exactly the desired spec in the same call, with a warning naming the other manager, and a label
-// already set stays only if the restore succeeds; a label that is not a data-plane label (routing)
-// is withheld for that call even then, because the control plane may still run the changed
-// version, and set again by the next call. A label is withdrawn only when a requirement is
-// really gone, broken, restored from drift in the call, or the label is no longer wanted; never because a plugin's generation failed
-// (its observed objects count as what they are), a write failed while the earlier version still
-// stands, or an unrelated object is in conflict. Data-plane labels ([DataPlane]) go last of all:
-// removing one while pods it captures run would leave them outside every data plane, so it stays,
-// with the objects it requires, until they are gone, and the runner says what it waits for.
-// Objects that running pods depend on whatever the labels say ([PodProtector]: the selector-less
-// owner policy of pods that run a sidecar) are not pruned either while those pods run, after a
-// switch to mode none or on Revoke. An object may also require others to be created
-// ([Desired.CreateRequires]): the waypoint Gateway is created only once the owner policy protects,
-// so a waypoint never serves without its policy.
+// waypoint Gateway and (with the seccomp patch) the ConfigMap istiod patches the waypoint with. A
+// label is set, or kept, only while each requirement exists, carries its plugin's labels and is
+// intact. Intact means its meaning, not its bytes: the desired fields hold their values (enums
+// such as action: ALLOW are stated, not left to the zero value), and no other field manager owns
+// a content field the plugin does not set (an action, selector, targetRefs or extra rule on a
+// policy; a class, listener or infrastructure on a Gateway; a key of a ConfigMap's data; an
+// istio.io/dry-run annotation, which switches a policy off). An apply under the plugin's own
+// field manager name that adds such a field counts as another writer's: the API server ties no
+// identity to a manager name. Such drift is restored to exactly the desired spec in the same
+// call, with a warning naming the other manager, and a label already set stays only if the
+// restore succeeds; a label that is not a data-plane label (routing) is withheld for that call
+// even then, because the control plane may still run the changed version, and set again by the
+// next call. The same holds for an object the plugin judged ready by its status
+// ([plugin.Desired.ReadyFromStatus]) and the runner changed in the call.
+//
+// A label is withdrawn only when a requirement is really gone, broken, restored from drift in the
+// call, or the label is no longer wanted; never because a plugin's generation failed (its observed
+// objects count as what they are), a write failed while the earlier version still stands, or an
+// unrelated object is in conflict. Data-plane labels ([plugin.DataPlane]) go last of all: removing
+// one while pods it captures run would leave them outside every data plane, so it stays, with the
+// objects it requires, until they are gone, and the runner says what it waits for. Objects that
+// running pods depend on whatever the labels say ([plugin.PodProtector]: the selector-less owner
+// policy of pods that run a sidecar) are not pruned either while those pods run, after a switch to
+// mode none or on Revoke. An object may also require others to be created
+// ([plugin.Desired.CreateRequires]): the waypoint Gateway is created only once the owner policy
+// protects, so a waypoint never serves without its policy.
 //
 // # Transitions: one data plane stays until the next one is in place
 //
@@ -52,19 +81,6 @@
 // are then held by the ztunnel policy, which admits less) and injection goes off; then the
 // waypoint Gateway is made, and routed to once Programmed. From ambient to sidecar, the data-plane
 // label and the ztunnel policy stay while pods without a sidecar run.
-//
-// # Ordering: protect before enrolling
-//
-// One Apply runs in four phases across all plugins. First, enrolment labels that are going away
-// or changing ([Desired.Enrolment], such as istio.io/use-waypoint) are withdrawn, so traffic never
-// follows a label to policies that are about to be rewritten. Then every object is applied
-// (policies protect), then namespace labels (labels enrol the namespace into a data plane), each
-// gated as above, then stale objects are pruned. When a withdrawal fails, the label still routes
-// traffic to the objects as they are: that call only creates missing objects, rewrites and prunes
-// none, and the next reconcile retries in order. [Runner.Revoke] runs the other way round: routing
-// labels first, then the objects behind them (none, if taking the labels off failed), and
-// data-plane labels and the objects pods depend on last, once no pod depends on them (or left to
-// garbage collection when the Profile controls the namespace).
 //
 // # Kinds the API server does not serve
 //
@@ -78,7 +94,8 @@
 // # Whose namespace
 //
 // Before anything else, Apply and Revoke check that the namespace is the Profile's under
-// [Runner.Namespaces] (a [ownership.Policy]): the Profile controls it, or its owner annotation
+// [Runner.Namespaces] (an [ownership.Policy]): the Profile controls it, or its owner annotation
 // names the Profile's owner, and its name is not reserved. Apply refuses any other namespace with
-// a [ownership.NamespaceError] (an [ErrInput]) and writes nothing; Revoke leaves it alone and succeeds.
+// an [ownership.NamespaceError] (a [plugin.ErrInput]) and writes nothing; Revoke leaves it alone
+// and succeeds.
 package runner
