@@ -88,9 +88,7 @@ func TestAdoptedDetachedOwnerPolicyIsNotRoutedTo(t *testing.T) {
 	legacy := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownerName, Namespace: ns},
 		Spec: securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{{}}}}
 	require.NoError(t, m.c.Create(context.Background(), legacy, client.FieldOwner("kfam")))
-	z := m.policy(ztunnelName)
-	z.Spec.Action = securityv1beta1.AuthorizationPolicy_AUDIT
-	require.NoError(t, m.c.Update(context.Background(), z, client.FieldOwner("kubectl-edit")))
+	m.setAction(ztunnelName, securityv1beta1.AuthorizationPolicy_AUDIT, "kubectl-edit")
 	m.cfg.Authorization.AdoptOwnerPolicy = true
 	m.configure(config.ModeAmbient)
 

@@ -115,10 +115,7 @@ func TestConflictOnTheZtunnelName(t *testing.T) {
 func TestForeignAmbientLabelWithoutZtunnelPolicyIsReported(t *testing.T) {
 	foreign := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: ztunnelName, Namespace: ns}}
 	m := newMesh(t, foreign)
-	n := &corev1.Namespace{}
-	require.NoError(t, m.c.Get(context.Background(), client.ObjectKey{Name: ns}, n))
-	n.Labels = map[string]string{dataplaneMode: "ambient"}
-	require.NoError(t, m.c.Update(context.Background(), n, client.FieldOwner("kubectl-label")))
+	m.editNamespace("kubectl-label", func(n *corev1.Namespace) { n.Labels = map[string]string{dataplaneMode: "ambient"} })
 	res := m.apply()
 	assert.Contains(t, strings.Join(res.Warnings(), "\n"),
 		"namespace label istio.io/dataplane-mode=ambient was set by kubectl-label although AuthorizationPolicy.security.istio.io/"+ztunnelName+" exists and was made by another writer")

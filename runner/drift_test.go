@@ -57,11 +57,7 @@ func TestDryRunAnnotationOnThePoliciesIsRestoredAndReported(t *testing.T) {
 			// Restored means no drift left: the next call routes again, the one after writes nothing.
 			require.NoError(t, m.apply().Err())
 			enrolled(t, m.labels())
-			m.writes = nil
-			res = m.apply()
-			require.NoError(t, res.Err())
-			assert.Empty(t, m.writes)
-			assert.Empty(t, res.Warnings())
+			assert.Empty(t, m.converged().Warnings())
 		})
 	}
 }
@@ -141,11 +137,7 @@ func TestDriftOfTheZtunnelPolicyIsRestoredAndReported(t *testing.T) {
 			require.NoError(t, m.apply().Err())
 			enrolled(t, m.labels())
 
-			m.writes = nil
-			res = m.apply()
-			require.NoError(t, res.Err())
-			assert.Empty(t, m.writes, "restored once, quiet after")
-			assert.Empty(t, res.Warnings())
+			assert.Empty(t, m.converged("restored once, quiet after").Warnings())
 		})
 	}
 }
@@ -167,9 +159,7 @@ func TestForcedApplyOfAnotherManagerIsRestored(t *testing.T) {
 	restoredNotRouted(t, m.labels())
 	require.NoError(t, m.apply().Err())
 	enrolled(t, m.labels())
-	m.writes = nil
-	require.NoError(t, m.apply().Err())
-	assert.Empty(t, m.writes)
+	m.converged()
 }
 
 // The restore is an Update with the observed resourceVersion as precondition: it never overwrites
@@ -177,9 +167,8 @@ func TestForcedApplyOfAnotherManagerIsRestored(t *testing.T) {
 func TestRestoreUsesAResourceVersionPrecondition(t *testing.T) {
 	m := newMesh(t)
 	m.enrol()
-	pol := m.policy(ztunnelName)
-	pol.Spec.Action = securityv1beta1.AuthorizationPolicy_AUDIT
-	require.NoError(t, m.c.Update(context.Background(), pol, client.FieldOwner("gitops")))
+	m.setAction(ztunnelName, securityv1beta1.AuthorizationPolicy_AUDIT, "gitops")
+	observedRV := m.policy(ztunnelName).ResourceVersion
 	var sentRV string
 	m.fail = func(verb string, obj any) error {
 		if u, ok := obj.(*unstructured.Unstructured); ok && verb == "update" {
@@ -188,7 +177,7 @@ func TestRestoreUsesAResourceVersionPrecondition(t *testing.T) {
 		return nil
 	}
 	require.NoError(t, m.apply().Err())
-	assert.Equal(t, pol.ResourceVersion, sentRV)
+	assert.Equal(t, observedRV, sentRV)
 	assert.Contains(t, m.writes, "update AuthorizationPolicy/"+ztunnelName)
 }
 
@@ -231,9 +220,7 @@ func TestFieldsOfARestoreGoWhenThePluginStopsSettingThem(t *testing.T) {
 	}
 	assert.Empty(t, m.policy(ownerName).Spec.TargetRefs)
 	assert.NotContains(t, strings.Join(warnings, "\n"), "another writer", "the plugin's own Update is no other writer")
-	m.writes = nil
-	require.NoError(t, m.apply().Err())
-	assert.Empty(t, m.writes)
+	m.converged()
 }
 
 // The restore succeeded but taking ownership back failed: the spec is exactly the desired one,
@@ -241,9 +228,7 @@ func TestFieldsOfARestoreGoWhenThePluginStopsSettingThem(t *testing.T) {
 func TestRestoredButNotReownedKeepsLabels(t *testing.T) {
 	m := newMesh(t)
 	m.enrol()
-	pol := m.policy(ztunnelName)
-	pol.Spec.Action = securityv1beta1.AuthorizationPolicy_AUDIT
-	require.NoError(t, m.c.Update(context.Background(), pol, client.FieldOwner("gitops")))
+	m.setAction(ztunnelName, securityv1beta1.AuthorizationPolicy_AUDIT, "gitops")
 	m.fail = failVerb("apply", "AuthorizationPolicy/"+ztunnelName)
 	require.Error(t, m.apply().Err())
 	assert.Equal(t, securityv1beta1.AuthorizationPolicy_ALLOW, m.policy(ztunnelName).Spec.Action)
@@ -251,9 +236,7 @@ func TestRestoredButNotReownedKeepsLabels(t *testing.T) {
 	m.fail = nil
 	require.NoError(t, m.apply().Err())
 	enrolled(t, m.labels())
-	m.writes = nil
-	require.NoError(t, m.apply().Err())
-	assert.Empty(t, m.writes)
+	m.converged()
 }
 
 // When the restore fails, the drifted object does not protect: routing comes off at once, and
@@ -265,9 +248,7 @@ func TestFailedRestoreWithdrawsRouting(t *testing.T) {
 		if withPod {
 			m.addPod("app", nil)
 		}
-		pol := m.policy(ztunnelName)
-		pol.Spec.Action = securityv1beta1.AuthorizationPolicy_AUDIT
-		require.NoError(t, m.c.Update(context.Background(), pol, client.FieldOwner("gitops")))
+		m.setAction(ztunnelName, securityv1beta1.AuthorizationPolicy_AUDIT, "gitops")
 		m.fail = failPolicyWrites(ztunnelName)
 		res := m.apply()
 		require.ErrorContains(t, res.Err(), "restoring AuthorizationPolicy.security.istio.io/"+ztunnelName)

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	securityv1beta1 "istio.io/api/security/v1beta1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 )
@@ -62,9 +61,7 @@ func TestInvalidOwnerKeepsProtectionAndAdmitsNoUser(t *testing.T) {
 func TestFailedPluginsDamagedObjectDoesNotKeepRouting(t *testing.T) {
 	m := newMesh(t)
 	m.enrol()
-	owner := m.policy(ownerName)
-	owner.Spec.Action = securityv1beta1.AuthorizationPolicy_AUDIT
-	require.NoError(t, m.c.Update(context.Background(), owner, client.FieldOwner("kubectl-edit")))
+	m.setAction(ownerName, securityv1beta1.AuthorizationPolicy_AUDIT, "kubectl-edit")
 
 	m.failAuthz()
 	res := m.apply()

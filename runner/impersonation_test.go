@@ -10,13 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -27,29 +27,10 @@ import (
 )
 
 // impersonatedApply re-applies obj as it stands, plus change, under the plugin's own field
-// manager name: what `kubectl apply --server-side --field-manager=profile-plugins/<plugin>
-// --force-conflicts` sends. Any user who may patch the object may choose that name; the API server
-// does not tie a field manager to an identity.
+// manager name, as anyone who may patch the object can.
 func impersonatedApply(t *testing.T, c client.Client, obj client.Object, pluginName string, change func(map[string]any)) {
 	t.Helper()
-	gvk, err := c.GroupVersionKindFor(obj)
-	require.NoError(t, err)
-	m, err := runtimeToMap(obj)
-	require.NoError(t, err)
-	m["apiVersion"], m["kind"] = gvk.GroupVersion().String(), gvk.Kind
-	md := m["metadata"].(map[string]any)
-	for _, k := range []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation"} {
-		delete(md, k)
-	}
-	delete(m, "status")
-	change(m)
-	u := &unstructured.Unstructured{Object: m}
-	require.NoError(t, c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(plugin.FieldManager(pluginName)), client.ForceOwnership))
-}
-
-func runtimeToMap(obj client.Object) (map[string]any, error) {
-	return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	fixture.ApplyAs(t, c, obj, plugin.FieldManager(pluginName), change)
 }
 
 // FINDING (fail-open, namespace editor who may patch Gateways). With the default cluster-scope
@@ -195,11 +176,7 @@ func TestImpersonatedFieldManagerDriftIsRestoredAndReported(t *testing.T) {
 			}
 			require.NoError(t, m.apply().Err())
 			enrolled(t, m.labels())
-			m.writes = nil
-			res = m.apply()
-			require.NoError(t, res.Err())
-			assert.Empty(t, m.writes, "restored once, quiet after")
-			assert.Empty(t, res.Warnings())
+			assert.Empty(t, m.converged("restored once, quiet after").Warnings())
 		})
 	}
 }

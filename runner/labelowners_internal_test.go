@@ -29,7 +29,7 @@ func TestLabelOwnersGiveUnnamedDataPlaneLabelsToTheirPlugin(t *testing.T) {
 
 	// A key the annotation names is the named plugin's, data-plane or not.
 	ns.Annotations = map[string]string{plugin.LabelOwnersAnnotation: `{"pss":["mode"]}`}
-	ns.ManagedFields[0].FieldsV1.Raw = []byte(fixture.OwnedMetadata([]string{"enforce", "mode"}, plugin.LabelOwnersAnnotation))
+	ns.ManagedFields[0] = fixture.ManagedFields(plugin.LabelFieldManager, metav1.ManagedFieldsOperationApply, "", fixture.OwnedMetadata([]string{"enforce", "mode"}, plugin.LabelOwnersAnnotation))
 	o = readLabelOwners(ns, []plugin.Plugin{dataPlanePlugin{name: "mesh"}})
 	assert.Equal(t, map[string]bool{"mode": true}, o.owned("pss"))
 	assert.Empty(t, o.owned("mesh"))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	securityv1beta1 "istio.io/api/security/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -148,10 +149,26 @@ func (m *mesh) policy(name string) *istiosecurityv1.AuthorizationPolicy {
 // controller does for the namespaces it creates.
 func (m *mesh) controlledByProfile() {
 	m.t.Helper()
+	m.editNamespace("", func(n *corev1.Namespace) {
+		n.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: ns, UID: testProfile().UID, Controller: ptrTo(true)}}
+	})
+}
+
+// editNamespace changes the namespace with an Update by manager, as another writer would.
+func (m *mesh) editNamespace(manager string, edit func(*corev1.Namespace)) {
+	m.t.Helper()
 	n := &corev1.Namespace{}
 	require.NoError(m.t, m.c.Get(context.Background(), client.ObjectKey{Name: ns}, n))
-	n.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: ns, UID: testProfile().UID, Controller: ptrTo(true)}}
-	require.NoError(m.t, m.c.Update(context.Background(), n))
+	edit(n)
+	require.NoError(m.t, m.c.Update(context.Background(), n, client.FieldOwner(manager)))
+}
+
+// setAction changes the named policy's action with an Update by manager, as another writer would.
+func (m *mesh) setAction(name string, action securityv1beta1.AuthorizationPolicy_Action, manager string) {
+	m.t.Helper()
+	p := m.policy(name)
+	p.Spec.Action = action
+	require.NoError(m.t, m.c.Update(context.Background(), p, client.FieldOwner(manager)))
 }
 
 // program plays istiod: the waypoint Gateway becomes Programmed for its generation.
@@ -178,6 +195,17 @@ func (m *mesh) enrol() {
 	require.Equal(m.t, m.cfg.Mesh.Waypoint.Name, labels[useWaypoint])
 	require.Equal(m.t, "true", labels[ingressUseWaypoint])
 	m.writes = nil
+}
+
+// converged applies once more and checks that the call writes nothing: the mesh has reached its
+// steady state. It returns the call's Result for what the caller checks further.
+func (m *mesh) converged(msgAndArgs ...any) *runner.Result {
+	m.t.Helper()
+	m.writes = nil
+	res := m.apply()
+	require.NoError(m.t, res.Err())
+	assert.Empty(m.t, m.writes, msgAndArgs...)
+	return res
 }
 
 func (m *mesh) addPod(name string, annotations map[string]string) {

@@ -260,9 +260,7 @@ func TestPodsAreListedOnlyWhenADecisionNeedsThem(t *testing.T) {
 	assert.Empty(t, m.writes, "steady state writes")
 	assert.Empty(t, m.apiReads, "steady state reads past the cache")
 
-	ztunnel := m.policy(ztunnelName)
-	ztunnel.Spec.Action = securityv1beta1.AuthorizationPolicy_DENY
-	require.NoError(t, m.c.Update(context.Background(), ztunnel, client.FieldOwner("kubectl-edit")))
+	m.setAction(ztunnelName, securityv1beta1.AuthorizationPolicy_DENY, "kubectl-edit")
 	m.addPod("app", nil)
 	res = m.apply()
 	require.NoError(t, res.Err())

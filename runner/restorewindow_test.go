@@ -74,11 +74,7 @@ func TestARestoredWaypointIsNotRoutedToUntilIstiodProgramsTheRestoredGeneration(
 			m.program()
 			require.NoError(t, m.apply().Err())
 			enrolled(t, m.labels())
-			m.writes = nil
-			res = m.apply()
-			require.NoError(t, res.Err())
-			assert.Empty(t, m.writes, "quiet once routed again")
-			assert.Empty(t, res.Warnings())
+			assert.Empty(t, m.converged("quiet once routed again").Warnings())
 		})
 	}
 }
@@ -104,10 +100,7 @@ func observedGateway(m *mesh) plugin.Observed {
 func TestAChangeOfTheDesiredObjectsKeepsRouting(t *testing.T) {
 	for name, change := range map[string]func(*mesh) *runner.Result{
 		"a new owner": func(m *mesh) *runner.Result {
-			n := &corev1.Namespace{}
-			require.NoError(t, m.c.Get(context.Background(), client.ObjectKey{Name: ns}, n))
-			n.Annotations[ownership.OwnerAnnotation] = "bob@example.com"
-			require.NoError(t, m.c.Update(context.Background(), n))
+			m.editNamespace("", func(n *corev1.Namespace) { n.Annotations[ownership.OwnerAnnotation] = "bob@example.com" })
 			m.writes = nil
 			p := testProfile()
 			p.Spec.Owner.Name = "bob@example.com"

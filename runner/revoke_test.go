@@ -74,10 +74,7 @@ func TestRevokeDoesNotWaitWhereNoPodDependsOnAmbient(t *testing.T) {
 		m := newMesh(t)
 		m.enrol()
 		m.addPod("app", nil)
-		n := &corev1.Namespace{}
-		require.NoError(t, m.c.Get(context.Background(), client.ObjectKey{Name: ns}, n))
-		n.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: ns, UID: testProfile().UID, Controller: ptrTo(true)}}
-		require.NoError(t, m.c.Update(context.Background(), n))
+		m.controlledByProfile()
 		res := m.runner.Revoke(context.Background(), testProfile())
 		require.NoError(t, res.Err())
 		assert.Empty(t, res.Waiting(), "the finalizer must not wait: garbage collection takes namespace, pods and policy together")
@@ -89,10 +86,9 @@ func TestRevokeDoesNotWaitWhereNoPodDependsOnAmbient(t *testing.T) {
 		m := newMesh(t)
 		m.enrol()
 		m.addPod("app", nil)
-		n := &corev1.Namespace{}
-		require.NoError(t, m.c.Get(context.Background(), client.ObjectKey{Name: ns}, n))
-		n.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Thing", Name: "x", UID: "other", Controller: ptrTo(true)}}
-		require.NoError(t, m.c.Update(context.Background(), n))
+		m.editNamespace("", func(n *corev1.Namespace) {
+			n.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Thing", Name: "x", UID: "other", Controller: ptrTo(true)}}
+		})
 		res := m.runner.Revoke(context.Background(), testProfile())
 		require.NoError(t, res.Err(), "a namespace that is not the Profile's must not hold its finalizer")
 		assert.Empty(t, res.Waiting())
@@ -104,11 +100,8 @@ func TestRevokeDoesNotWaitWhereNoPodDependsOnAmbient(t *testing.T) {
 		m := newMesh(t)
 		m.enrol()
 		m.addPod("app", nil)
-		n := &corev1.Namespace{}
-		require.NoError(t, m.c.Get(context.Background(), client.ObjectKey{Name: ns}, n))
-		n.Finalizers = []string{"test/keep"}
-		require.NoError(t, m.c.Update(context.Background(), n))
-		require.NoError(t, m.c.Delete(context.Background(), n))
+		m.editNamespace("", func(n *corev1.Namespace) { n.Finalizers = []string{"test/keep"} })
+		require.NoError(t, m.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 		res := m.runner.Revoke(context.Background(), testProfile())
 		require.NoError(t, res.Err())
 		assert.Empty(t, res.Waiting())

@@ -258,11 +258,7 @@ func TestSidecarToAmbientConvergesInOrder(t *testing.T) {
 	m.program()
 	require.NoError(t, m.apply().Err())
 	enrolled(t, m.labels())
-	m.writes = nil
-	res = m.apply()
-	require.NoError(t, res.Err())
-	assert.Empty(t, m.writes, "steady state")
-	assert.Empty(t, res.Waiting())
+	assert.Empty(t, m.converged("steady state").Waiting())
 	m.fail = nil
 	assert.Empty(t, open, "injected pods were left without any ALLOW policy; writes %v", m.writes)
 }
@@ -527,9 +523,7 @@ func TestSidecarSwitchWaitsForPods(t *testing.T) {
 	}
 
 	// While it stands, the ztunnel policy is still kept intact.
-	pol := m.policy(ztunnelName)
-	pol.Spec.Action = securityv1beta1.AuthorizationPolicy_AUDIT
-	require.NoError(t, m.c.Update(context.Background(), pol, client.FieldOwner("gitops")))
+	m.setAction(ztunnelName, securityv1beta1.AuthorizationPolicy_AUDIT, "gitops")
 	require.NoError(t, m.apply().Err())
 	assert.Equal(t, securityv1beta1.AuthorizationPolicy_ALLOW, m.policy(ztunnelName).Spec.Action)
 

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -18,24 +18,8 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
-// applyAs server-side applies obj as it stands, changed by change, under manager with
-// --force-conflicts: what `kubectl apply --server-side --field-manager=<manager>` sends.
-func applyAs(t *testing.T, c client.Client, obj client.Object, manager string, change func(map[string]any)) {
-	t.Helper()
-	gvk, err := c.GroupVersionKindFor(obj)
-	require.NoError(t, err)
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	require.NoError(t, err)
-	m["apiVersion"], m["kind"] = gvk.GroupVersion().String(), gvk.Kind
-	md := m["metadata"].(map[string]any)
-	for _, k := range []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation"} {
-		delete(md, k)
-	}
-	delete(m, "status")
-	change(m)
-	require.NoError(t, c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: m}),
-		client.FieldOwner(manager), client.ForceOwnership))
-}
+// applyAs is what `kubectl apply --server-side --field-manager=<manager> --force-conflicts` sends.
+var applyAs = fixture.ApplyAs
 
 // Content applied under the plugins' own field manager names, on the real API server (its
 // managedFields use the CRDs' schemas: the Gateway's listeners are a list keyed by name). Every
