@@ -17,8 +17,9 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
-// FINDING (fail-open; confirms plugin TestAttackImpersonatedFieldManagerNarrowsTheZtunnelPolicy on
-// the real API server). A writer who server-side applies the ztunnel policy as it stands plus a
+// FINDING (fail-open; confirms runner
+// TestImpersonatedFieldManagerCannotNarrowTheZtunnelPolicyOfAnEnrolledNamespace on the real API
+// server). A writer who server-side applies the ztunnel policy as it stands plus a
 // spec.selector, under the field manager profile-plugins/authz, narrows the namespace-wide ALLOW
 // policy to the pods it selects (every other pod: no ALLOW policy, so ztunnel admits every
 // caller). The runner's drift check counts only other managers' fields and Updates, and its
