@@ -1,8 +1,9 @@
-// Command controller is the reference wiring of this module: a controller-runtime manager that
-// watches Kubeflow Profiles and runs the plugins for each, standalone. A fork of the profiles
-// controller wires the same Runner into its own reconciler instead (see plugin/kubeflow).
+// Command profile-plugins-controller is the reference wiring of this module: a controller-runtime
+// manager that watches Kubeflow Profiles and runs the plugins for each, standalone. A fork of the
+// profiles controller wires the same kubeflow.Integration into its own reconciler instead (see
+// package kubeflow); this one calls it too, so both map a Result to a reconcile result alike.
 //
-//	go run ./examples/controller -config config.yaml
+//	go run ./cmd/profile-plugins-controller -config config.yaml
 //
 // It creates a Profile's namespace when missing, applies the plugins, writes their condition to
 // the Profile's status, records events for warnings and errors, exposes Prometheus metrics, and
@@ -59,7 +60,7 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	if err := run(*configPath, *metricsAddr, *probeAddr, *leaderElect, *leaderID); err != nil {
-		fmt.Fprintln(os.Stderr, "controller:", err)
+		fmt.Fprintln(os.Stderr, "profile-plugins-controller:", err)
 		os.Exit(1)
 	}
 }
@@ -125,13 +126,13 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
-// newReconciler builds the plugin set for cfg around c.
-func newReconciler(c client.Client, cfg *config.Config) (*Reconciler, error) {
-	runner, err := plugins.NewRunner(c, cfg)
+// newReconciler builds the plugin set for cfg around c, with the runner options opts.
+func newReconciler(c client.Client, cfg *config.Config, opts ...runner.Option) (*Reconciler, error) {
+	rn, err := plugins.NewRunner(c, cfg, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &Reconciler{Client: c, Runner: runner}, nil
+	return &Reconciler{Client: c, Runner: rn}, nil
 }
 
 // cacheOptions keeps the manager's cache to what the plugins own or must see: ConfigMaps only when
@@ -145,17 +146,14 @@ func cacheOptions() cache.Options {
 // past it through its API reader for what the cache does not hold: pods, when a decision needs
 // them, and wanted names of the kinds the cache selects (plugins.WithManager).
 func newManagedReconciler(mgr ctrl.Manager, cfg *config.Config) (*Reconciler, error) {
-	r, err := newReconciler(mgr.GetClient(), cfg)
-	if err != nil {
-		return nil, err
-	}
-	plugins.WithManager(mgr, cacheOptions())(r.Runner)
-	return r, nil
+	return newReconciler(mgr.GetClient(), cfg, plugins.WithManager(mgr, cacheOptions()))
 }
 
 // setup watches Profiles and everything the plugins make for them (each carries the Profile as
 // controller owner), so a Gateway becoming Programmed reconciles its Profile at once; the
-// ConfigMap watch sees only the plugins' own (cacheOptions). It also
+// ConfigMap watch sees only the plugins' own (cacheOptions). Every Namespace reconciles the
+// Profile of its name, whoever owns it: a namespace handed over by its owner annotation carries no
+// controller reference, so Owns would miss a label someone changed there until the resync. It also
 // watches kfam's contributor RoleBindings and policies, so adding or removing a contributor
 // reconciles the namespace's Profile at once rather than at some unrelated event.
 //
@@ -175,7 +173,7 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&profilev1.Profile{}).
-		Owns(&corev1.Namespace{}).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(profileNamedLikeNamespace)).
 		Owns(&corev1.ConfigMap{}).
 		// kfam marks its bindings only with annotations, which no label or field selector can
 		// select, so every RoleBinding is cached, but as metadata only (no subjects or roleRefs):
@@ -208,6 +206,12 @@ func served(mgr ctrl.Manager, obj client.Object) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// profileNamedLikeNamespace maps a Namespace to the Profile of the same name. A namespace without
+// a Profile enqueues a request that Reconcile ends as not found, from the cache.
+func profileNamedLikeNamespace(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 }
 
 // profileOfNamespace maps an object to the Profile of its namespace, which has the same name.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
@@ -72,7 +73,7 @@ func refusedProfile(t *testing.T, h *harness, name, owner, wantRule string) {
 	before := h.state(name)
 
 	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
-	require.NoError(t, err, "a refusal is an input error: reported, not retried")
+	require.ErrorIs(t, err, reconcile.TerminalError(nil), "a refusal is an input error: reported, never retried")
 	assert.Zero(t, res.RequeueAfter)
 	assert.Equal(t, before, h.state(name), "no write may reach namespace %q", name)
 

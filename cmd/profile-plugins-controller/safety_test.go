@@ -14,7 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
@@ -54,7 +57,8 @@ func TestInvalidOwnerEditKeepsTheNamespaceEnrolled(t *testing.T) {
 	p := h.profile(ns)
 	p.Spec.Owner.Name = "olivia@example.com "
 	require.NoError(t, h.env.Client.Update(context.Background(), p))
-	h.reconcile(ns)
+	_, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: ns}})
+	require.ErrorIs(t, err, reconcile.TerminalError(nil), "an invalid owner is reported, never retried")
 
 	labels := h.labels(ns)
 	assert.Equal(t, "ambient", labels["istio.io/dataplane-mode"])
