@@ -21,14 +21,7 @@ import (
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
-	"github.com/kubeflow-ambient/profile-plugins/ownership"
 )
-
-// ownedNamespace is a namespace an admin made beforehand for owner, annotated as the profiles
-// controller expects.
-func ownedNamespace(name, owner string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{ownership.OwnerAnnotation: owner}}}
-}
 
 // nsState is everything in a namespace the plugins could write: the namespace itself (its
 // resourceVersion moves on any write) and the objects of the plugins' kinds.
@@ -149,11 +142,7 @@ func TestCreatedNamespaceIsTheProfilesUnderTheStrictRule(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
 	cfg := config.Default()
 	cfg.Namespaces.Ownership = config.OwnershipReference
-	require.NoError(t, cfg.Validate())
-	r, err := newReconciler(h.env.Client, cfg)
-	require.NoError(t, err)
-	r.Metrics = h.r.Metrics
-	h.r = r
+	h.useConfig(cfg)
 	const name = "grace"
 	createProfile(t, h.env.Client, name, "grace@example.com")
 	h.reconcile(name)
