@@ -12,7 +12,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -23,7 +22,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -31,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -43,6 +40,7 @@ import (
 	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/authz"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
@@ -173,12 +171,12 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&profilev1.Profile{}).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(profileNamedLikeNamespace)).
+		Watches(&corev1.Namespace{}, kubeflow.EnqueueProfileOfSameName()).
 		Owns(&corev1.ConfigMap{}).
 		// kfam marks its bindings only with annotations, which no label or field selector can
 		// select, so every RoleBinding is cached, but as metadata only (no subjects or roleRefs):
 		// the authz plugin lists them as metadata too and so shares this cache.
-		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(profileOfNamespace),
+		Watches(&rbacv1.RoleBinding{}, kubeflow.EnqueueProfileOfNamespace(),
 			builder.OnlyMetadata, builder.WithPredicates(contributorAnnotated))
 	if gateways {
 		b = b.Owns(&gatewayv1.Gateway{})
@@ -187,7 +185,7 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 		// kfam's own contributor policies carry no owner reference; watching them (from the
 		// cache Owns already fills) lets a policy kfam made for a refused user be reported at once.
 		b = b.Owns(&istiosecurityv1.AuthorizationPolicy{}).
-			Watches(&istiosecurityv1.AuthorizationPolicy{}, handler.EnqueueRequestsFromMapFunc(profileOfNamespace),
+			Watches(&istiosecurityv1.AuthorizationPolicy{}, kubeflow.EnqueueProfileOfNamespace(),
 				builder.WithPredicates(contributorAnnotated))
 	}
 	return b.Complete(r)
@@ -206,17 +204,6 @@ func served(mgr ctrl.Manager, obj client.Object) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// profileNamedLikeNamespace maps a Namespace to the Profile of the same name. A namespace without
-// a Profile enqueues a request that Reconcile ends as not found, from the cache.
-func profileNamedLikeNamespace(_ context.Context, o client.Object) []reconcile.Request {
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
-}
-
-// profileOfNamespace maps an object to the Profile of its namespace, which has the same name.
-func profileOfNamespace(_ context.Context, o client.Object) []reconcile.Request {
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 }
 
 // contributorAnnotated passes the objects (kfam's RoleBindings and policies) that carry kfam's
