@@ -87,8 +87,8 @@ func (i *Integration) Revoke(ctx context.Context, profile client.Object) (ctrl.R
 //     nil error, even next to an input error: controller-runtime drops RequeueAfter whenever the
 //     error is not nil, and no watch ends a wait for pods;
 //   - an error that only a change of input mends (a conflict, a refused Profile) is a
-//     reconcile.TerminalError, never retried: the watches on the plugins' objects and the
-//     Profile bring it back when the input changes;
+//     reconcile.TerminalError, never retried: an edit of the Profile, or an event on a watched
+//     object, brings the Profile back;
 //   - otherwise a zero Result and nil error: done.
 //
 // Revoke maps its Result the same way, except that input errors never hold the finalizer.
