@@ -70,11 +70,11 @@
 // With authorization.contributors "plugin" the RoleBinding is the only truth: the plugin reads the
 // bindings (names and annotations only, see [ContributorsFrom]), writes each contributor's policy
 // itself, with targetRefs in ambient mode, and takes over a policy kfam made under that name. A
-// controller that watches RoleBindings (examples/controller does) writes the policy as soon as the
-// binding appears, usually before kfam's POST, which then fails with AlreadyExists: kfam returns
-// that error to the dashboard although the contributor was added. When kfam was first, the plugin
-// takes its policy over. On removal the plugin deletes the policy once the binding is gone, and
-// kfam's own delete of the policy may then find it gone (NotFound).
+// controller that watches RoleBindings (cmd/profile-plugins-controller does) writes the policy as
+// soon as the binding appears, usually before kfam's POST, which then fails with AlreadyExists:
+// kfam returns that error to the dashboard although the contributor was added. When kfam was first,
+// the plugin takes its policy over. On removal the plugin deletes the policy once the binding is
+// gone, and kfam's own delete of the policy may then find it gone (NotFound).
 //
 // What a fork of kfam changes: stop writing contributor policies when the plugin writes them (or
 // treat AlreadyExists on create and NotFound on delete as success); otherwise build the policy with

@@ -2,8 +2,12 @@
 //
 // A fork of the controller keeps its own Profile type and calls [Integration.Apply] once the
 // namespace exists and the finalizer is in place, and [Integration.Revoke] under its finalizer;
-// both take the controller's Profile as a client.Object and return what Reconcile should return.
-// The README's "Wire it into the profiles controller" shows the complete patch, and a test of
+// both take the controller's Profile as a client.Object and return what Reconcile should return
+// (one mapping, [Outcome]); [Integration.AfterApply] is where it writes the Result's condition to
+// the Profile's status. Its watches map kfam's RoleBindings with [EnqueueProfileOfNamespace] and
+// Namespaces with [EnqueueProfileOfSameName], in place of Owns(&corev1.Namespace{}), which misses a
+// namespace handed over by its owner annotation. cmd/profile-plugins-controller is built the same
+// way. The README's "Wire it into the profiles controller" shows the complete patch, and a test of
 // this module compiles that text against a stand-in of the controller. Its manager caches only the
 // ConfigMaps the plugins made and no Pods:
 //

@@ -22,20 +22,25 @@ import (
 // (v1, v1beta1) is accepted because they share one schema.
 var ProfileKind = schema.GroupKind{Group: profilev1.GroupVersion.Group, Kind: profilev1.Kind}
 
-// Integration runs the plugins from the profiles controller's reconciler.
+// Integration runs the plugins from the profiles controller's reconciler. Apply and Revoke map
+// the Result to what Reconcile returns, the same way for every controller built on it (see
+// [Outcome]).
 type Integration struct {
 	// Runner applies the plugin set (profileplugins.NewRunner).
 	Runner *runner.Runner
-	// OnResult, if set, receives every Result, for a controller that records events or writes
-	// Result.Condition() to the Profile's status.
+	// OnResult, if set, receives the Result of every Apply and Revoke, for a controller that
+	// records events or metrics.
 	OnResult func(profile client.Object, res *runner.Result)
+	// AfterApply, if set, receives the Result of every Apply before Apply maps it, whatever the
+	// plugins reported, errors included: the place to write Result.Condition() to the Profile's
+	// status, so the condition is written whether the outcome is done, waiting, terminal or
+	// retried. An error it returns (a status write the API server refused) is what Apply returns,
+	// wrapped, for controller-runtime's backoff.
+	AfterApply func(ctx context.Context, profile client.Object, res *runner.Result) error
 }
 
 // Apply runs the plugins for profile, the controller's own Profile object, and says what the
-// reconciler should return: a RequeueAfter with a nil error while a plugin waits (a waypoint not
-// yet Programmed is not a failure), a reconcile.TerminalError for errors that only a change of
-// input mends (a conflict, a refused Profile), and the error itself, for controller-runtime's
-// backoff, when any error may go away on its own. A zero Result and nil error mean done.
+// reconciler should return (see [Outcome]). A zero Result and nil error mean done.
 func (i *Integration) Apply(ctx context.Context, profile client.Object) (ctrl.Result, error) {
 	p, err := ProfileFrom(i.Runner.Client.Scheme(), profile)
 	if err != nil {
@@ -43,13 +48,21 @@ func (i *Integration) Apply(ctx context.Context, profile client.Object) (ctrl.Re
 	}
 	res := i.Runner.Apply(ctx, p)
 	i.report(ctx, profile, res)
+	if i.AfterApply != nil {
+		if err := i.AfterApply(ctx, profile, res); err != nil {
+			return ctrl.Result{}, fmt.Errorf("profile %q: %w", profile.GetName(), err)
+		}
+	}
 	return Outcome(res)
 }
 
 // Revoke removes what the plugins made for profile and the labels they own, for the controller's
-// finalizer. It is idempotent; it returns a RequeueAfter while the runner waits (for example for
-// pods to leave before protection comes down), and never a terminal error, so a finalizer cannot
-// be stuck by input the runner has already refused.
+// finalizer. It is idempotent. It returns a RequeueAfter while the runner waits (for example for
+// pods to leave before protection comes down) and an API error for a retry: in both cases the
+// finalizer stays. Errors that only a change of input mends never hold the finalizer (they are
+// logged): the runner has refused that input already, so a Profile could otherwise never be
+// deleted. A zero Result and nil error mean the finalizer may go. Only a profile that is not a
+// Profile at all (a wiring error, see [ProfileFrom]) is a terminal error.
 func (i *Integration) Revoke(ctx context.Context, profile client.Object) (ctrl.Result, error) {
 	p, err := ProfileFrom(i.Runner.Client.Scheme(), profile)
 	if err != nil {
@@ -57,23 +70,51 @@ func (i *Integration) Revoke(ctx context.Context, profile client.Object) (ctrl.R
 	}
 	res := i.Runner.Revoke(ctx, p)
 	i.report(ctx, profile, res)
-	if err := res.Err(); err != nil && res.Retryable() {
-		return ctrl.Result{}, err
+	out, err := outcome(res, false)
+	if err == nil && out.IsZero() {
+		if inputErr := res.Err(); inputErr != nil {
+			log.FromContext(ctx).Error(inputErr, "revoke reported input errors; they do not hold the finalizer", "profile", profile.GetName())
+		}
 	}
-	return ctrl.Result{RequeueAfter: res.RequeueAfter()}, nil
+	return out, err
 }
 
-// Outcome maps a Result to what a controller-runtime reconciler returns (see Integration.Apply).
+// Outcome maps an Apply's Result to what a controller-runtime reconciler returns. In order:
+//
+//   - an error that may go away on its own (any API error, see [runner.Result.Retryable]) is
+//     returned, for controller-runtime's backoff;
+//   - while a plugin waits (a waypoint not yet Programmed is not a failure), a RequeueAfter and a
+//     nil error, even next to an input error: controller-runtime drops RequeueAfter whenever the
+//     error is not nil, and no watch ends a wait for pods;
+//   - an error that only a change of input mends (a conflict, a refused Profile) is a
+//     reconcile.TerminalError, never retried: an edit of the Profile, or an event on a watched
+//     object, brings the Profile back;
+//   - otherwise a zero Result and nil error: done.
+//
+// Revoke maps its Result the same way, except that input errors never hold the finalizer.
 func Outcome(res *runner.Result) (ctrl.Result, error) {
+	return outcome(res, true)
+}
+
+// outcome is the one mapping of a Result to a reconcile result; inputTerminal is false for
+// Revoke, whose input errors mean done.
+func outcome(res *runner.Result, inputTerminal bool) (ctrl.Result, error) {
 	err := res.Err()
 	switch {
 	case err != nil && res.Retryable():
 		return ctrl.Result{}, err
-	case err != nil:
-		// Watches on the plugins' objects bring the Profile back when a foreign object goes.
+	case len(res.Waiting()) > 0:
+		after := res.RequeueAfter()
+		if after <= 0 {
+			// A wait must come back: a zero RequeueAfter would read as done, and under a
+			// finalizer as "protection may come down".
+			after = runner.DefaultWaitRequeue
+		}
+		return ctrl.Result{RequeueAfter: after}, nil
+	case err != nil && inputTerminal:
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
-	return ctrl.Result{RequeueAfter: res.RequeueAfter()}, nil
+	return ctrl.Result{}, nil
 }
 
 func (i *Integration) report(ctx context.Context, profile client.Object, res *runner.Result) {

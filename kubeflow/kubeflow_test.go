@@ -9,15 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/ownership"
@@ -49,13 +50,18 @@ func controllerScheme(t *testing.T) *runtime.Scheme {
 }
 
 func newIntegration(t *testing.T, objs ...client.Object) (*kubeflow.Integration, client.Client) {
+	return newIntegrationFor(t, profileplugins.DefaultConfig(), objs...)
+}
+
+// newIntegrationFor is newIntegration for the plugin configuration cfg.
+func newIntegrationFor(t *testing.T, cfg *config.Config, objs ...client.Object) (*kubeflow.Integration, client.Client) {
 	c := fake.NewClientBuilder().WithScheme(controllerScheme(t)).WithReturnManagedFields().
 		WithObjects(append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice",
 			// As the profiles controller creates it: owner annotation and the Profile as controller.
 			Annotations:     map[string]string{ownership.OwnerAnnotation: "alice@example.com"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: "alice", UID: "u-1", Controller: &isController}},
 		}})...).Build()
-	runner, err := profileplugins.NewRunner(c, profileplugins.DefaultConfig())
+	runner, err := profileplugins.NewRunner(c, cfg)
 	require.NoError(t, err)
 	return &kubeflow.Integration{Runner: runner}, c
 }
@@ -87,34 +93,64 @@ func TestApplyWaitsWithoutAnError(t *testing.T) {
 	require.NoError(t, err, "revoke is idempotent")
 }
 
-func TestInputErrorsAreTerminal(t *testing.T) {
-	in, _ := newIntegration(t)
-	_, err := in.Apply(context.Background(), aliceProfile("alice@example.com "))
-	require.Error(t, err)
-	assert.True(t, errors.Is(err, reconcile.TerminalError(nil)), "an invalid owner is not retried: %v", err)
+// sidecarConfig is a configuration in which nothing waits for a waypoint.
+func sidecarConfig(t *testing.T) *config.Config {
+	cfg := profileplugins.DefaultConfig()
+	cfg.Mesh.Mode = config.ModeSidecar
+	require.NoError(t, cfg.Validate())
+	return cfg
 }
 
-func TestOutcome(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		res      runner.Result
-		want     ctrl.Result
-		terminal bool
-		err      bool
-	}{
-		{name: "done", res: runner.Result{Plugins: []runner.PluginResult{{Plugin: "a"}}}},
-		{name: "waiting", res: runner.Result{WaitRequeue: 7, Plugins: []runner.PluginResult{{Plugin: "a", Waiting: []string{"w"}}}}, want: ctrl.Result{RequeueAfter: 7}},
-		{name: "conflict", res: runner.Result{Plugins: []runner.PluginResult{{Plugin: "a", Errors: []error{&runner.ConflictError{Plugin: "a"}}}}}, err: true, terminal: true},
-		{name: "api error", res: runner.Result{Errors: []error{errors.New("timeout")}}, err: true},
-		{name: "api and input error", res: runner.Result{Errors: []error{errors.New("timeout")}, Plugins: []runner.PluginResult{{Plugin: "a", Errors: []error{&runner.ConflictError{Plugin: "a"}}}}}, err: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := kubeflow.Outcome(&tc.res)
-			assert.Equal(t, tc.want, got)
-			assert.Equal(t, tc.err, err != nil, "error: %v", err)
-			assert.Equal(t, tc.terminal, errors.Is(err, reconcile.TerminalError(nil)), "terminal: %v", err)
-		})
+func TestInputErrorsAreTerminal(t *testing.T) {
+	in, _ := newIntegrationFor(t, sidecarConfig(t))
+	res, err := in.Apply(context.Background(), aliceProfile("alice@example.com "))
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, reconcile.TerminalError(nil)), "an invalid owner is not retried: %v", err)
+	assert.Zero(t, res)
+}
+
+// controller-runtime ignores RequeueAfter next to any error, so an input error while a plugin
+// waits is a requeue with a nil error: the wait is not lost, and the error is still not retried.
+func TestInputErrorWhileWaitingKeepsTheRequeue(t *testing.T) {
+	in, _ := newIntegration(t)
+	var cond profilev1.ProfileCondition
+	in.AfterApply = func(_ context.Context, _ client.Object, res *runner.Result) error {
+		cond = res.Condition()
+		return nil
 	}
+	res, err := in.Apply(context.Background(), aliceProfile("alice@example.com "))
+	require.NoError(t, err)
+	assert.Equal(t, runner.DefaultWaitRequeue, res.RequeueAfter, "the waypoint is not Programmed")
+	assert.Equal(t, "False", cond.Status)
+	assert.Contains(t, cond.Message, "spec.owner.name", "the refusal is in the condition")
+}
+
+// AfterApply sees every Apply's Result, a refused one included, so a controller writes the
+// condition before a terminal error; its own failure is returned for a retry, never as terminal.
+func TestAfterApplyRunsBeforeEveryOutcomeAndItsErrorIsRetried(t *testing.T) {
+	in, _ := newIntegrationFor(t, sidecarConfig(t))
+	var seen []string
+	in.AfterApply = func(_ context.Context, profile client.Object, res *runner.Result) error {
+		seen = append(seen, profile.GetName()+" "+res.Condition().Status)
+		return nil
+	}
+	_, err := in.Apply(context.Background(), aliceProfile("alice@example.com "))
+	require.ErrorIs(t, err, reconcile.TerminalError(nil), "an invalid owner is terminal")
+	assert.Equal(t, []string{"alice False"}, seen, "the refused Result reaches the hook first")
+
+	down := apierrors.NewServiceUnavailable("status write refused")
+	in.AfterApply = func(context.Context, client.Object, *runner.Result) error { return down }
+	_, err = in.Apply(context.Background(), aliceProfile("alice@example.com "))
+	require.ErrorIs(t, err, down)
+	assert.False(t, errors.Is(err, reconcile.TerminalError(nil)), "a failed status write is retried: %v", err)
+	assert.ErrorContains(t, err, `profile "alice"`)
+
+	in.AfterApply = func(context.Context, client.Object, *runner.Result) error {
+		t.Error("Revoke must not call AfterApply")
+		return nil
+	}
+	_, err = in.Revoke(context.Background(), aliceProfile("alice@example.com"))
+	require.NoError(t, err)
 }
 
 func TestProfileFromRefusesOtherKinds(t *testing.T) {

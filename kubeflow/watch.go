@@ -22,3 +22,18 @@ func EnqueueProfileOfNamespace() handler.EventHandler {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetNamespace()}}}
 	})
 }
+
+// EnqueueProfileOfSameName maps a Namespace to the Profile of the same name, whoever owns the
+// namespace. It replaces the controller's Owns(&corev1.Namespace{}), which follows controller
+// references only and so misses a namespace an admin made and handed over by its owner annotation:
+// a label someone changed there (Pod Security loosened, ambient enrolment removed) would wait for
+// the resync to be repaired. A namespace without a Profile enqueues a request that the reconciler
+// ends as not found; a namespaced object enqueues nothing.
+func EnqueueProfileOfSameName() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+		if obj.GetNamespace() != "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetName()}}}
+	})
+}

@@ -30,3 +30,21 @@ func TestEnqueueProfileOfNamespace(t *testing.T) {
 	item, _ := q.Get()
 	assert.Equal(t, reconcile.Request{NamespacedName: types.NamespacedName{Name: "alice"}}, item)
 }
+
+func TestEnqueueProfileOfSameName(t *testing.T) {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	h := kubeflow.EnqueueProfileOfSameName()
+
+	// A namespace an admin handed over: owner annotation, no owner reference.
+	old := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice", Annotations: map[string]string{"owner": "alice@example.com"}}}
+	tampered := old.DeepCopy()
+	tampered.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}
+	h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: tampered}, q)
+	// A namespaced object is not a Profile's namespace.
+	h.Create(context.Background(), event.CreateEvent{Object: &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bob", Namespace: "alice"}}}, q)
+
+	assert.Equal(t, 1, q.Len())
+	item, _ := q.Get()
+	assert.Equal(t, reconcile.Request{NamespacedName: types.NamespacedName{Name: "alice"}}, item)
+}

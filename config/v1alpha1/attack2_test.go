@@ -37,13 +37,13 @@ func TestIPBlocksAttackIPv4MappedRangesAreAcceptedSilently(t *testing.T) {
 	}
 }
 
-// FINDING (silent-bad-config). A /0 is refused, but the same range split in two halves is
-// accepted (with two "very wide" warnings, which examples/controller never logs: only render
+// FINDING (silent-bad-config). A /0 is refused, but the same range split in two halves is accepted
+// (with two "very wide" warnings, which cmd/profile-plugins-controller never logs: only render
 // prints Config.Warnings). Every address then reaches every pod of every user namespace past the
-// waypoint, the ingress gateway's and the Pipelines UI's pods included, so each forwards any
-// user's request without the header check. Suggested fix: refuse when the union of the ipBlocks
-// (of one exception and across exceptions) covers all of IPv4 or all of IPv6, or refuse ranges
-// wider than some bound outright; and log Config.Warnings at controller start.
+// waypoint, the ingress gateway's and the Pipelines UI's pods included, so each forwards any user's
+// request without the header check. Suggested fix: refuse when the union of the ipBlocks (of one
+// exception and across exceptions) covers all of IPv4 or all of IPv6, or refuse ranges wider than
+// some bound outright; and log Config.Warnings at controller start.
 func TestIPBlocksAttackHalvesMakeASlashZero(t *testing.T) {
 	for name, body := range map[string]string{
 		"one exception IPv4":   "authorization: {l4Exceptions: [{ipBlocks: [0.0.0.0/1, 128.0.0.0/1]}]}\n",

@@ -282,7 +282,7 @@ func writeAPI(w io.Writer, d *data, n string) {
 		fmt.Fprintf(w, "Setup: %.0f objects (namespaces and their clutter) created in %.0f s, %.0f objects/s; not measured below.\n\n",
 			c.get("objects").median(), c.get("wall-s").median(), c.get("objects/s").median())
 	}
-	fmt.Fprintf(w, "Each implementation runs in a process of its own (see internal/bench): *library* is this module's runner\nwired as examples/controller wires it; *baseline* is the profiles controller's pattern (cached Get,\nCreate or compare-and-Update per object, one Update of the namespace's labels), caching what the\nprofiles controller caches; *floor* creates the same objects with no reads. Each pass reconciles N\nnamespaces with 4 workers; `reads/ns` counts only requests that reached the API server.\n\n")
+	fmt.Fprintf(w, "Each implementation runs in a process of its own (see internal/bench): *library* is this module's runner\nwired as cmd/profile-plugins-controller wires it; *baseline* is the profiles controller's pattern (cached Get,\nCreate or compare-and-Update per object, one Update of the namespace's labels), caching what the\nprofiles controller caches; *floor* creates the same objects with no reads. Each pass reconciles N\nnamespaces with 4 workers; `reads/ns` counts only requests that reached the API server.\n\n")
 	fmt.Fprintf(w, "| memory | runs | peak RSS MiB | live heap MiB | vs baseline (peak RSS) | start s |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
 	base := d.api[apiKey{"memory", "baseline", n}]
 	for _, impl := range impls {

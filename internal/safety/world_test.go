@@ -97,8 +97,9 @@ type cfgModel struct {
 	hold     bool
 	adopt    bool
 	override bool // podSecurity.overrides lets alice choose down to privileged
-	// wired reads as examples/controller does: ConfigMaps through a cache of the plugins' own only,
-	// past it through an API reader for hidden wanted names and for pods when a decision needs them.
+	// wired reads as cmd/profile-plugins-controller does: ConfigMaps through a cache of the plugins'
+	// own only, past it through an API reader for hidden wanted names and for pods when a decision
+	// needs them.
 	wired bool
 }
 

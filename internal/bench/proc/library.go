@@ -27,12 +27,12 @@ import (
 )
 
 // The library's wiring is kept in the three functions below, each a copy of what
-// examples/controller does (its main is package main, so it cannot be imported). When the
-// reference wiring changes, change these with it. Reads through the API reader reach the API
+// cmd/profile-plugins-controller does (its main is package main, so it cannot be imported). When
+// the reference wiring changes, change these with it. Reads through the API reader reach the API
 // server and so are counted in reads/ns.
 
-// libraryManager is examples/controller's run: ctrl.NewManager with its scheme and its cache
-// options (profileplugins.CacheOptions), the rest.Config wrapped by WithWarnings; metrics and
+// libraryManager is cmd/profile-plugins-controller's run: ctrl.NewManager with its scheme and its
+// cache options (profileplugins.CacheOptions), the rest.Config wrapped by WithWarnings; metrics and
 // probes are off here.
 func libraryManager(cfg *rest.Config) (manager.Manager, error) {
 	return ctrl.NewManager(runner.WithWarnings(cfg), ctrl.Options{
@@ -42,9 +42,9 @@ func libraryManager(cfg *rest.Config) (manager.Manager, error) {
 	})
 }
 
-// libraryWatches are the informers examples/controller's setup opens with For, Owns and Watches
-// (RoleBindings as metadata only, builder.OnlyMetadata). The runner opens the rest itself on its
-// first read through the manager's client, as it would in the controller.
+// libraryWatches are the informers cmd/profile-plugins-controller's setup opens with For, Owns and
+// Watches (RoleBindings as metadata only, builder.OnlyMetadata). The runner opens the rest itself
+// on its first read through the manager's client, as it would in the controller.
 func libraryWatches() []client.Object {
 	rb := &metav1.PartialObjectMetadata{}
 	rb.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
@@ -52,14 +52,15 @@ func libraryWatches() []client.Object {
 		&istiosecurityv1.AuthorizationPolicy{}, &corev1.ConfigMap{}, rb}
 }
 
-// libraryRunner is examples/controller's newManagedReconciler: profileplugins.NewRunner around
-// the manager's client, reading past the cache as profileplugins.WithManager sets it up for the
-// manager's cache options.
+// libraryRunner is cmd/profile-plugins-controller's newManagedReconciler: profileplugins.NewRunner
+// around the manager's client, reading past the cache as profileplugins.WithManager sets it up for
+// the manager's cache options.
 func libraryRunner(mgr manager.Manager, c client.Client, cfg *config.Config) (*runner.Runner, error) {
 	return profileplugins.NewRunner(c, cfg, profileplugins.WithManager(mgr, profileplugins.CacheOptions()))
 }
 
-// newScheme registers what the plugins write and the Profile, as examples/controller does.
+// newScheme registers what the plugins write and the Profile, as cmd/profile-plugins-controller
+// does.
 func newScheme() *runtime.Scheme {
 	s := runner.NewScheme()
 	utilruntime.Must(profilev1.AddToScheme(s))

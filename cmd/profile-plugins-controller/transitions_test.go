@@ -1,17 +1,19 @@
 package main
 
-// Data-plane transitions from the security review (branch attack), on a real API server with the
-// real Istio and Gateway API CRDs; plugin/transitions_test.go plays the same on the fake client.
+// Data-plane transitions (mode switches) on a real API server with the real Istio and Gateway API
+// CRDs; runner/transitions_test.go plays the security review's (branch attack) on the fake client.
 
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +36,39 @@ func anyAllowForSidecars(t *testing.T, c client.Client, ns string) (bool, []stri
 		}
 	}
 	return false, names
+}
+
+// A switch to sidecar mode keeps a pod without a sidecar inside ambient (and its ztunnel policy)
+// until the pod is gone, and says it waits; then ambient goes.
+func TestSwitchToSidecarKeepsAmbientWhileAPodLacksASidecar(t *testing.T) {
+	h := newHarness(t, config.ModeAmbient)
+	c := h.env.Client
+	const ns = "safety-switch"
+	h.handedOver(ns, "sven@example.com")
+	h.enrol(ns, "sven@example.com")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "notebook", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "nb", Image: "jupyter"}}}}
+	require.NoError(t, c.Create(context.Background(), pod))
+
+	h.configure(config.ModeSidecar)
+	res := h.reconcile(ns)
+	assert.NotZero(t, res.RequeueAfter, "waits for the pod")
+	labels := h.labels(ns)
+	assert.Equal(t, "ambient", labels["istio.io/dataplane-mode"], "the pod would otherwise be in no data plane")
+	assert.NotContains(t, labels, "istio.io/use-waypoint")
+	assert.True(t, h.exists(&istiosecurityv1.AuthorizationPolicy{}, ns, "ns-owner-access-istio-ztunnel"))
+	assert.Equal(t, "enabled", labels["istio-injection"], "new pods get a sidecar")
+
+	require.NoError(t, c.Delete(context.Background(), pod, client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+	}, 10*time.Second, 50*time.Millisecond)
+	for range 3 {
+		h.reconcile(ns)
+	}
+	labels = h.labels(ns)
+	assert.NotContains(t, labels, "istio.io/dataplane-mode")
+	assert.False(t, h.exists(&istiosecurityv1.AuthorizationPolicy{}, ns, "ns-owner-access-istio-ztunnel"))
 }
 
 // FINDING (fail-open, careless admin): switching a sidecar namespace to ambient while another

@@ -16,18 +16,12 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
-	"github.com/kubeflow-ambient/profile-plugins/ownership"
 )
-
-// ownedNamespace is a namespace an admin made beforehand for owner, annotated as the profiles
-// controller expects.
-func ownedNamespace(name, owner string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{ownership.OwnerAnnotation: owner}}}
-}
 
 // nsState is everything in a namespace the plugins could write: the namespace itself (its
 // resourceVersion moves on any write) and the objects of the plugins' kinds.
@@ -72,7 +66,7 @@ func refusedProfile(t *testing.T, h *harness, name, owner, wantRule string) {
 	before := h.state(name)
 
 	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
-	require.NoError(t, err, "a refusal is an input error: reported, not retried")
+	require.ErrorIs(t, err, reconcile.TerminalError(nil), "a refusal is an input error: reported, never retried")
 	assert.Zero(t, res.RequeueAfter)
 	assert.Equal(t, before, h.state(name), "no write may reach namespace %q", name)
 
@@ -148,11 +142,7 @@ func TestCreatedNamespaceIsTheProfilesUnderTheStrictRule(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
 	cfg := config.Default()
 	cfg.Namespaces.Ownership = config.OwnershipReference
-	require.NoError(t, cfg.Validate())
-	r, err := newReconciler(h.env.Client, cfg)
-	require.NoError(t, err)
-	r.Metrics = h.r.Metrics
-	h.r = r
+	h.useConfig(cfg)
 	const name = "grace"
 	createProfile(t, h.env.Client, name, "grace@example.com")
 	h.reconcile(name)

@@ -18,14 +18,24 @@ import (
 
 const enforceLabel = "pod-security.kubernetes.io/enforce"
 
-// useConfig swaps in a reconciler for cfg, keeping the metrics, as an admin's restart would.
-func (h *harness) useConfig(cfg *config.Config) {
-	h.t.Helper()
-	require.NoError(h.t, cfg.Validate())
-	r, err := newReconciler(h.env.Client, cfg)
-	require.NoError(h.t, err)
-	r.Metrics = h.r.Metrics
-	h.r = r
+func TestPodSecurityWarningsReachTheResult(t *testing.T) {
+	h := newHarness(t, config.ModeAmbient)
+	c := h.env.Client
+	const ns = "carol"
+	require.NoError(t, c.Create(context.Background(), ownedNamespace(ns, "carol@example.com")))
+	require.NoError(t, c.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}))
+	require.NoError(t, c.Create(context.Background(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "root-shell", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "sh", Image: "busybox",
+			SecurityContext: &corev1.SecurityContext{Privileged: ptrTo(true)}}}},
+	}))
+	createProfile(t, c, ns, "carol@example.com")
+	p := h.profile(ns)
+	res := h.r.Runner.Apply(context.Background(), p)
+	require.NoError(t, res.Err())
+	warnings := strings.Join(res.Warnings(), "\n")
+	assert.Contains(t, warnings, "pss: tightening enforce from \"privileged\" to \"baseline\": 1 running pod(s) violate it", "the preflight")
+	assert.Contains(t, warnings, `existing pods in namespace "carol" violate the new PodSecurity enforce level "baseline:latest"`, "the API server's own warning")
 }
 
 // Issue 13: "A GitOps tool's enforce=restricted is force-applied down to the admin's baseline,

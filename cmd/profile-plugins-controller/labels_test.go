@@ -38,13 +38,6 @@ func (c *namespaceWrites) Apply(ctx context.Context, obj runtime.ApplyConfigurat
 	return c.Client.Apply(ctx, obj, opts...)
 }
 
-func (h *harness) namespace(name string) *corev1.Namespace {
-	h.t.Helper()
-	n := &corev1.Namespace{}
-	require.NoError(h.t, h.env.Client.Get(context.Background(), client.ObjectKey{Name: name}, n))
-	return n
-}
-
 // The first reconcile writes every plugin's labels in one namespace write, as the profiles
 // controller updates a namespace once, and a steady state writes nothing.
 func TestFirstReconcileWritesTheNamespaceOnce(t *testing.T) {

@@ -1,37 +1,24 @@
 package main
 
+// Another writer changes an object the plugins made, on a real API server: the next call restores
+// it and names the writer, and routes through the waypoint again only in the call after (istiod
+// may still run the changed version). runner/hardening_test.go has the findings behind them.
+
 import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	securityv1beta1 "istio.io/api/security/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
-	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 )
-
-// enrol creates a Profile and reconciles it to its steady state: in ambient, routed through a
-// Programmed waypoint.
-func (h *harness) enrol(ns, owner string) {
-	h.t.Helper()
-	createProfile(h.t, h.env.Client, ns, owner)
-	h.reconcile(ns)
-	h.programWaypoint(ns)
-	h.reconcile(ns)
-	labels := h.labels(ns)
-	require.Equal(h.t, "ambient", labels["istio.io/dataplane-mode"])
-	require.Equal(h.t, "waypoint", labels["istio.io/use-waypoint"])
-}
 
 // storedAction is the policy's spec.action as the API server stores it.
 func (h *harness) storedAction(ns, name string) string {
@@ -42,29 +29,6 @@ func (h *harness) storedAction(ns, name string) string {
 	require.NoError(h.t, h.env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u))
 	action, _, _ := unstructured.NestedString(u.Object, "spec", "action")
 	return action
-}
-
-// An owner edit that authz refuses (a trailing space) must not unenrol the namespace: its
-// policies still stand, so pods stay in ambient and behind the waypoint's owner policy.
-func TestInvalidOwnerEditKeepsTheNamespaceEnrolled(t *testing.T) {
-	h := newHarness(t, config.ModeAmbient)
-	const ns = "safety-owner-edit"
-	h.enrol(ns, "olivia@example.com")
-
-	p := h.profile(ns)
-	p.Spec.Owner.Name = "olivia@example.com "
-	require.NoError(t, h.env.Client.Update(context.Background(), p))
-	h.reconcile(ns)
-
-	labels := h.labels(ns)
-	assert.Equal(t, "ambient", labels["istio.io/dataplane-mode"])
-	assert.Equal(t, "waypoint", labels["istio.io/use-waypoint"])
-	assert.Equal(t, "true", labels["istio.io/ingress-use-waypoint"])
-	assert.True(t, h.exists(&istiosecurityv1.AuthorizationPolicy{}, ns, "ns-owner-access-istio"))
-	assert.True(t, h.exists(&istiosecurityv1.AuthorizationPolicy{}, ns, "ns-owner-access-istio-ztunnel"))
-	cond := h.profile(ns).Status.Conditions[0]
-	assert.Equal(t, "False", cond.Status)
-	assert.Contains(t, cond.Message, "spec.owner.name")
 }
 
 // Another writer switches the ztunnel policy to AUDIT (istiod would then stop enforcing it at
@@ -120,40 +84,52 @@ func TestForeignDriftOfTheZtunnelPolicyIsRestored(t *testing.T) {
 	assert.Empty(t, res.Warnings())
 }
 
-// Revoke while a pod runs in ambient: the routing labels and the owner policy go, but
-// dataplane-mode and the ztunnel policy stay, and the finalizer with them, until the pod is gone.
-func TestRevokeWithARunningPodKeepsAmbientUntilItIsGone(t *testing.T) {
+// On a real API server: another writer's istio.io/dry-run "true" on the policies and another
+// key in the waypoint's patch ConfigMap are drift, restored in one call with the writer named;
+// routing waits for the next call (istiod may still run the changed version), and it is quiet
+// after (see runner/hardening_test.go for the findings).
+func TestDryRunAnnotationAndPatchConfigMapKeysAreRestored(t *testing.T) {
 	h := newHarness(t, config.ModeAmbient)
+	h.withPatch()
 	c := h.env.Client
-	const ns = "safety-revoke"
-	// The namespace exists before the Profile (handed over by its owner annotation), so the Profile
-	// does not control it and garbage collection would not take it along.
-	h.handedOver(ns, "rupert@example.com")
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "notebook", Namespace: ns},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nb", Image: "jupyter"}}},
+	const ns = "hardening-drift"
+	h.enrol(ns, "oscar@example.com")
+	for _, name := range []string{"ns-owner-access-istio-ztunnel", "ns-owner-access-istio"} {
+		pol := &istiosecurityv1.AuthorizationPolicy{}
+		require.True(t, h.exists(pol, ns, name))
+		require.Equal(t, "false", pol.Annotations["istio.io/dry-run"])
+		pol.Annotations["istio.io/dry-run"] = "true"
+		require.NoError(t, c.Update(context.Background(), pol, client.FieldOwner("gitops")))
 	}
-	require.NoError(t, c.Create(context.Background(), pod))
-	h.enrol(ns, "rupert@example.com")
+	cm := &corev1.ConfigMap{}
+	require.True(t, h.exists(cm, ns, "waypoint-seccomp"))
+	want := cm.Data
+	cm.Data = map[string]string{"deployment": want["deployment"], "serviceAccount": "metadata:\n  annotations: {x: y}\n"}
+	require.NoError(t, c.Update(context.Background(), cm, client.FieldOwner("kubectl-edit")))
 
-	require.NoError(t, c.Delete(context.Background(), h.profile(ns)))
-	res := h.reconcile(ns)
-	assert.NotZero(t, res.RequeueAfter, "waits for the pod")
+	res := h.r.Runner.Apply(context.Background(), h.profile(ns))
+	require.NoError(t, res.Err())
+	warnings := strings.Join(res.Warnings(), "\n")
+	for _, name := range []string{"ns-owner-access-istio-ztunnel", "ns-owner-access-istio"} {
+		assert.Contains(t, warnings, "AuthorizationPolicy.security.istio.io/"+name+" was changed by another writer (gitops set metadata.annotations.istio.io/dry-run)")
+		pol := &istiosecurityv1.AuthorizationPolicy{}
+		require.True(t, h.exists(pol, ns, name))
+		assert.Equal(t, "false", pol.Annotations["istio.io/dry-run"])
+	}
+	assert.Contains(t, warnings, "ConfigMap/waypoint-seccomp was changed by another writer (kubectl-edit set data.serviceAccount)")
+	require.True(t, h.exists(cm, ns, "waypoint-seccomp"))
+	assert.Equal(t, want, cm.Data)
 	labels := h.labels(ns)
-	assert.Equal(t, "ambient", labels["istio.io/dataplane-mode"])
-	assert.NotContains(t, labels, "istio.io/use-waypoint")
+	assert.NotContains(t, labels, "istio.io/use-waypoint", "restored in this call: not routed until the next")
 	assert.NotContains(t, labels, "istio.io/ingress-use-waypoint")
-	assert.True(t, h.exists(&istiosecurityv1.AuthorizationPolicy{}, ns, "ns-owner-access-istio-ztunnel"))
-	assert.False(t, h.exists(&istiosecurityv1.AuthorizationPolicy{}, ns, "ns-owner-access-istio"))
-	assert.True(t, h.exists(&profilev1.Profile{}, "", ns), "the finalizer stays while the pod runs")
+	assert.Equal(t, "ambient", labels["istio.io/dataplane-mode"], "the pods stay in ambient")
 
-	require.NoError(t, c.Delete(context.Background(), pod, client.GracePeriodSeconds(0)))
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{}))
-	}, 10*time.Second, 50*time.Millisecond)
-	res = h.reconcile(ns)
-	assert.Zero(t, res.RequeueAfter)
-	assert.NotContains(t, h.labels(ns), "istio.io/dataplane-mode")
-	assert.False(t, h.exists(&istiosecurityv1.AuthorizationPolicy{}, ns, "ns-owner-access-istio-ztunnel"))
-	assert.False(t, h.exists(&profilev1.Profile{}, "", ns), "revoke finished")
+	res = h.r.Runner.Apply(context.Background(), h.profile(ns))
+	require.NoError(t, res.Err())
+	assert.Equal(t, "waypoint", h.labels(ns)["istio.io/use-waypoint"], "routed again")
+	res = h.r.Runner.Apply(context.Background(), h.profile(ns))
+	require.NoError(t, res.Err())
+	assert.False(t, res.Changed(), res.String())
+	require.Len(t, res.Warnings(), 1, "only the opt-in's own warning is left")
+	assert.Contains(t, res.Warnings()[0], "mesh.waypoint.seccompPatch is on")
 }

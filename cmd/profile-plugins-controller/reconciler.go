@@ -13,9 +13,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
@@ -36,22 +37,21 @@ type Reconciler struct {
 	lastSaid map[string]string // profile name -> the warnings and errors last recorded as events
 }
 
-// Reconcile implements reconcile.Reconciler.
+// Reconcile implements reconcile.Reconciler. It runs the plugins through kubeflow.Integration, as
+// a fork of the profiles controller does, so both return the same for the same Result (see
+// kubeflow.Outcome); this controller adds the namespace, the finalizer, and what record writes.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	logger := log.FromContext(ctx)
 	profile := &profilev1.Profile{}
 	if err := r.Client.Get(ctx, req.NamespacedName, profile); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	in := r.integration()
 
 	if !profile.DeletionTimestamp.IsZero() {
-		res := r.Runner.Revoke(ctx, profile)
-		if err := res.Err(); err != nil {
-			return ctrl.Result{}, err
-		}
-		if after := res.RequeueAfter(); after > 0 {
-			// Pods still depend on the namespace's data plane: the finalizer stays until they go.
-			return ctrl.Result{RequeueAfter: after}, nil
+		if res, err := in.Revoke(ctx, profile); err != nil || !res.IsZero() {
+			// The revoke failed, or pods still depend on the namespace's data plane: the
+			// finalizer stays until it is done.
+			return res, err
 		}
 		r.Metrics.forget(profile.Name)
 		r.forget(profile.Name)
@@ -68,20 +68,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.ensureNamespace(ctx, profile); err != nil {
 		return ctrl.Result{}, err
 	}
+	return in.Apply(ctx, profile)
+}
 
-	res := r.Runner.Apply(ctx, profile)
+// integration wraps the Runner as a fork of the profiles controller does, with record after every
+// Apply. It is built per call from the current Runner, which tests swap.
+func (r *Reconciler) integration() *kubeflow.Integration {
+	return &kubeflow.Integration{Runner: r.Runner, AfterApply: r.record}
+}
+
+// record is what this controller keeps of an Apply, whatever its outcome: the metrics, events for
+// what is new, and the condition in the Profile's status. A failed status write is returned, so
+// the Profile is reconciled again until the condition is there.
+func (r *Reconciler) record(ctx context.Context, obj client.Object, res *runner.Result) error {
+	profile, err := kubeflow.ProfileFrom(r.Client.Scheme(), obj)
+	if err != nil {
+		return err
+	}
 	r.Metrics.observe(profile.Name, res)
 	r.say(profile, res)
-	if err := r.writeCondition(ctx, profile, res.Condition()); err != nil {
-		return ctrl.Result{}, err
-	}
-	if res.Changed() {
-		logger.Info("applied", "result", res.String())
-	}
-	if err := res.Err(); err != nil && res.Retryable() {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: res.RequeueAfter()}, nil
+	return r.writeCondition(ctx, profile, res.Condition())
 }
 
 // ensureNamespace creates the Profile's namespace if it is missing, as the profiles controller
@@ -100,7 +106,7 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, profile *profilev1.Pro
 	}
 	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:        profile.Name,
-		Annotations: map[string]string{"owner": profile.Spec.Owner.Name},
+		Annotations: map[string]string{ownership.OwnerAnnotation: profile.Spec.Owner.Name},
 	}}
 	if err := controllerutil.SetControllerReference(profile, ns, r.Client.Scheme()); err != nil {
 		return err

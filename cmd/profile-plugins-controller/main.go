@@ -1,8 +1,9 @@
-// Command controller is the reference wiring of this module: a controller-runtime manager that
-// watches Kubeflow Profiles and runs the plugins for each, standalone. A fork of the profiles
-// controller wires the same Runner into its own reconciler instead (see plugin/kubeflow).
+// Command profile-plugins-controller is the reference wiring of this module: a controller-runtime
+// manager that watches Kubeflow Profiles and runs the plugins for each, standalone. A fork of the
+// profiles controller wires the same kubeflow.Integration into its own reconciler instead (see
+// package kubeflow); this one calls it too, so both map a Result to a reconcile result alike.
 //
-//	go run ./examples/controller -config config.yaml
+//	go run ./cmd/profile-plugins-controller -config config.yaml
 //
 // It creates a Profile's namespace when missing, applies the plugins, writes their condition to
 // the Profile's status, records events for warnings and errors, exposes Prometheus metrics, and
@@ -11,7 +12,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -22,7 +22,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -30,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -42,6 +40,7 @@ import (
 	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/authz"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
@@ -59,7 +58,7 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	if err := run(*configPath, *metricsAddr, *probeAddr, *leaderElect, *leaderID); err != nil {
-		fmt.Fprintln(os.Stderr, "controller:", err)
+		fmt.Fprintln(os.Stderr, "profile-plugins-controller:", err)
 		os.Exit(1)
 	}
 }
@@ -125,13 +124,13 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
-// newReconciler builds the plugin set for cfg around c.
-func newReconciler(c client.Client, cfg *config.Config) (*Reconciler, error) {
-	runner, err := plugins.NewRunner(c, cfg)
+// newReconciler builds the plugin set for cfg around c, with the runner options opts.
+func newReconciler(c client.Client, cfg *config.Config, opts ...runner.Option) (*Reconciler, error) {
+	rn, err := plugins.NewRunner(c, cfg, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &Reconciler{Client: c, Runner: runner}, nil
+	return &Reconciler{Client: c, Runner: rn}, nil
 }
 
 // cacheOptions keeps the manager's cache to what the plugins own or must see: ConfigMaps only when
@@ -145,17 +144,14 @@ func cacheOptions() cache.Options {
 // past it through its API reader for what the cache does not hold: pods, when a decision needs
 // them, and wanted names of the kinds the cache selects (plugins.WithManager).
 func newManagedReconciler(mgr ctrl.Manager, cfg *config.Config) (*Reconciler, error) {
-	r, err := newReconciler(mgr.GetClient(), cfg)
-	if err != nil {
-		return nil, err
-	}
-	plugins.WithManager(mgr, cacheOptions())(r.Runner)
-	return r, nil
+	return newReconciler(mgr.GetClient(), cfg, plugins.WithManager(mgr, cacheOptions()))
 }
 
 // setup watches Profiles and everything the plugins make for them (each carries the Profile as
 // controller owner), so a Gateway becoming Programmed reconciles its Profile at once; the
-// ConfigMap watch sees only the plugins' own (cacheOptions). It also
+// ConfigMap watch sees only the plugins' own (cacheOptions). Every Namespace reconciles the
+// Profile of its name, whoever owns it: a namespace handed over by its owner annotation carries no
+// controller reference, so Owns would miss a label someone changed there until the resync. It also
 // watches kfam's contributor RoleBindings and policies, so adding or removing a contributor
 // reconciles the namespace's Profile at once rather than at some unrelated event.
 //
@@ -175,12 +171,12 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&profilev1.Profile{}).
-		Owns(&corev1.Namespace{}).
+		Watches(&corev1.Namespace{}, kubeflow.EnqueueProfileOfSameName()).
 		Owns(&corev1.ConfigMap{}).
 		// kfam marks its bindings only with annotations, which no label or field selector can
 		// select, so every RoleBinding is cached, but as metadata only (no subjects or roleRefs):
 		// the authz plugin lists them as metadata too and so shares this cache.
-		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(profileOfNamespace),
+		Watches(&rbacv1.RoleBinding{}, kubeflow.EnqueueProfileOfNamespace(),
 			builder.OnlyMetadata, builder.WithPredicates(contributorAnnotated))
 	if gateways {
 		b = b.Owns(&gatewayv1.Gateway{})
@@ -189,7 +185,7 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 		// kfam's own contributor policies carry no owner reference; watching them (from the
 		// cache Owns already fills) lets a policy kfam made for a refused user be reported at once.
 		b = b.Owns(&istiosecurityv1.AuthorizationPolicy{}).
-			Watches(&istiosecurityv1.AuthorizationPolicy{}, handler.EnqueueRequestsFromMapFunc(profileOfNamespace),
+			Watches(&istiosecurityv1.AuthorizationPolicy{}, kubeflow.EnqueueProfileOfNamespace(),
 				builder.WithPredicates(contributorAnnotated))
 	}
 	return b.Complete(r)
@@ -208,11 +204,6 @@ func served(mgr ctrl.Manager, obj client.Object) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// profileOfNamespace maps an object to the Profile of its namespace, which has the same name.
-func profileOfNamespace(_ context.Context, o client.Object) []reconcile.Request {
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 }
 
 // contributorAnnotated passes the objects (kfam's RoleBindings and policies) that carry kfam's
