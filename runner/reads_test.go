@@ -1,6 +1,6 @@
 package runner_test
 
-// These tests wire the runner as examples/controller does: a Reader that caches ConfigMaps and
+// These tests wire the runner as cmd/profile-plugins-controller does: a Reader that caches ConfigMaps and
 // Gateways only when the plugins made them (a cache.ByObject label selector) and holds no Pods,
 // and an APIReader (a manager's GetAPIReader()) that the tests watch.
 
@@ -32,7 +32,7 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
-// selectedWiring, while set, makes every mesh runner read as examples/controller's does (see
+// selectedWiring, while set, makes every mesh runner read as cmd/profile-plugins-controller's does (see
 // wireReads): the selected kinds through a label-selected Reader, pods only through the APIReader.
 var selectedWiring bool
 
@@ -47,7 +47,7 @@ func (m *mesh) wireReads() {
 
 var istioPolicyGK = istiosecurityv1.SchemeGroupVersion.WithKind("AuthorizationPolicy").GroupKind()
 
-// cachedWithSelector are the kinds examples/controller caches with the managed-by selector.
+// cachedWithSelector are the kinds cmd/profile-plugins-controller caches with the managed-by selector.
 func cachedWithSelector(obj runtime.Object) bool {
 	switch obj.(type) {
 	case *corev1.ConfigMap, *corev1.ConfigMapList, *gatewayv1.Gateway, *gatewayv1.GatewayList:
@@ -339,7 +339,7 @@ func TestNewNamespaceIsEnrolledWithoutReadsPastTheCache(t *testing.T) {
 // Pod Security lists pods for its preflight only when podSecurity.preflight: hold may keep an
 // existing enforce level: with apply, the default, the API server's own warning on the label write
 // reports the violating pods (see TestPodSecurityWarningsReachTheResultWithoutAPodList in
-// examples/controller), and a new namespace has no level to keep.
+// cmd/profile-plugins-controller), and a new namespace has no level to keep.
 func TestPodSecurityListsPodsOnlyToHoldEnforce(t *testing.T) {
 	e := newEnv(t)
 	var reads []string
