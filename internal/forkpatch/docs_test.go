@@ -119,10 +119,10 @@ var excerpt = regexp.MustCompile("(?s)<!-- golden:([^ ]+) -->\n```[a-z]*\n(.*?)`
 
 // excerptMatches says whether every line of an excerpt is, in order, a line of the golden file:
 // a line alone "…" stands for lines left out, and a line ending in "…" for one cut there.
-func excerptMatches(excerpt, golden string) (missing string, ok bool) {
-	lines := strings.Split(golden, "\n")
+func excerptMatches(quote, file string) (missing string, ok bool) {
+	lines := strings.Split(file, "\n")
 	i := 0
-	for _, want := range strings.Split(strings.TrimSuffix(excerpt, "\n"), "\n") {
+	for _, want := range strings.Split(strings.TrimSuffix(quote, "\n"), "\n") {
 		if strings.TrimSpace(want) == "…" {
 			continue
 		}
@@ -141,16 +141,16 @@ func excerptMatches(excerpt, golden string) (missing string, ok bool) {
 }
 
 func TestExcerptMatches(t *testing.T) {
-	golden := "a\nb long line\nc\nd\n"
-	for excerpt, want := range map[string]bool{
-		"a\n…\nd\n":       true,
-		"b long …\nc\n":   true,
+	file := "a\nb long line\nc\nd\n"
+	for quote, want := range map[string]bool{
+		"a\n…\nd\n":        true,
+		"b long …\nc\n":    true,
 		"a\nc\nb long …\n": false, // out of order
-		"b long\n":        false, // cut without saying so
-		"e\n":             false,
+		"b long\n":         false, // cut without saying so
+		"e\n":              false,
 	} {
-		_, ok := excerptMatches(excerpt, golden)
-		assert.Equal(t, want, ok, "%q", excerpt)
+		_, ok := excerptMatches(quote, file)
+		assert.Equal(t, want, ok, "%q", quote)
 	}
 }
 
