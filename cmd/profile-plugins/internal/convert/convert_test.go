@@ -1,8 +1,9 @@
-package main
+package convert
 
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,9 +14,10 @@ import (
 )
 
 func TestConvertWritesYAMLAndReport(t *testing.T) {
-	l7, err := os.ReadFile("../../testdata/authz/selector-l7.yaml")
+	authzData := filepath.Join(golden.ModuleRoot(t), "testdata", "authz")
+	l7, err := os.ReadFile(filepath.Join(authzData, "selector-l7.yaml"))
 	require.NoError(t, err)
-	l4, err := os.ReadFile("../../testdata/authz/selector-l4.yaml")
+	l4, err := os.ReadFile(filepath.Join(authzData, "selector-l4.yaml"))
 	require.NoError(t, err)
 	in := string(l7) + "---\n" + string(l4)
 

@@ -1,4 +1,4 @@
-package main
+package plan
 
 import (
 	"fmt"
@@ -54,7 +54,7 @@ func objectChanges(res *dryRun, diff bool) []ObjectChange {
 	return out
 }
 
-// adoptedWarning is the runner's warning for an adopted object (plugin/runner.go, applyObjects).
+// adoptedWarning is the runner's warning for an adopted object (runner/runner.go, applyObjects).
 func adoptedWarning(ref plugin.Ref) string {
 	return fmt.Sprintf("adopted %s, which another writer made", ref)
 }

@@ -1,4 +1,4 @@
-package main
+package plan
 
 import (
 	"bytes"
@@ -351,11 +351,14 @@ func TestKubeconfigAndContext(t *testing.T) {
 
 func TestFlags(t *testing.T) {
 	var errOut bytes.Buffer
-	_, err := parseFlags([]string{"-o", "yaml"}, &errOut)
+	_, err := parseFlags([]string{"-o", "xml"}, &errOut)
 	require.Error(t, err)
-	assert.Contains(t, errOut.String(), `-o "yaml": must be text or json`)
+	assert.Contains(t, errOut.String(), `-o "xml": must be text, json or yaml`)
+	o, err := parseFlags([]string{"-o", "yaml"}, &errOut)
+	require.NoError(t, err)
+	assert.Equal(t, "yaml", o.output)
 
-	o, err := parseFlags([]string{"-profiles", "a, b,,c", "-diff"}, &errOut)
+	o, err = parseFlags([]string{"-profiles", "a, b,,c", "-diff"}, &errOut)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b", "c"}, o.profiles)
 	assert.True(t, o.diff)

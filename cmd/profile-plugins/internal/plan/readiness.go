@@ -1,4 +1,4 @@
-package main
+package plan
 
 import (
 	"context"
@@ -101,7 +101,7 @@ func policyFindings(cfg *config.Config, namespace string, p *istiosecurityv1.Aut
 	if len(p.Spec.GetTargetRefs()) > 0 || p.Spec.GetTargetRef() != nil {
 		return nil
 	}
-	convert := fmt.Sprintf("convert it to targetRefs on the waypoint: kubectl -n %s get authorizationpolicy %s -o yaml | go run ./examples/convert -gateway %s",
+	convert := fmt.Sprintf("convert it to targetRefs on the waypoint: kubectl -n %s get authorizationpolicy %s -o yaml | go run ./cmd/profile-plugins convert -gateway %s",
 		namespace, p.Name, cfg.Mesh.Waypoint.Name)
 	f := ReadinessFinding{Kind: "AuthorizationPolicy.security.istio.io", Name: p.Name, Severity: severityBreaks, Fix: convert}
 	if a := p.Spec.GetAction(); a == securityv1beta1.AuthorizationPolicy_CUSTOM || a == securityv1beta1.AuthorizationPolicy_AUDIT {

@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func TestRenderChecksTheGivenCluster(t *testing.T) {
 	kubeconfig := writeKubeconfig(t, env)
 
 	var stdout, stderr bytes.Buffer
-	require.NoError(t, run([]string{"-kubeconfig", kubeconfig}, &stdout, &stderr), stderr.String())
+	require.NoError(t, run(t.Context(), []string{"-kubeconfig", kubeconfig}, &stdout, &stderr), stderr.String())
 	golden.Assert(t, "render/default.yaml", stdout.Bytes())
 	var platform []string
 	for _, l := range strings.Split(stderr.String(), "\n") {
@@ -56,12 +56,12 @@ func TestRenderChecksTheGivenCluster(t *testing.T) {
 	fixture.Platform(t, env.Client, config.Default())
 	stdout.Reset()
 	stderr.Reset()
-	require.NoError(t, run([]string{"-kubeconfig", kubeconfig, "-context", "envtest", "-cluster"}, &stdout, &stderr))
+	require.NoError(t, run(t.Context(), []string{"-kubeconfig", kubeconfig, "-context", "envtest", "-cluster"}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "note: platform check: no findings\n")
 	assert.NotContains(t, stderr.String(), "platform: ")
 	golden.Assert(t, "render/cluster.yaml", stdout.Bytes())
 
-	err := run([]string{"-kubeconfig", kubeconfig, "-context", "nowhere"}, &stdout, &stderr)
+	err := run(t.Context(), []string{"-kubeconfig", kubeconfig, "-context", "nowhere"}, &stdout, &stderr)
 	assert.ErrorContains(t, err, "-kubeconfig "+kubeconfig)
-	assert.ErrorContains(t, run([]string{"-context", "envtest"}, &stdout, &stderr), `-context "envtest": needs -kubeconfig`)
+	assert.ErrorContains(t, run(t.Context(), []string{"-context", "envtest"}, &stdout, &stderr), `-context "envtest": needs -kubeconfig`)
 }

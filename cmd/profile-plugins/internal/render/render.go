@@ -1,41 +1,20 @@
-// Command render prints, as multi-document YAML, everything the plugins emit for one Profile: first
-// the Namespace with exactly the labels the plugins own, then every object. It needs no cluster;
-// its output applies with `kubectl apply -f -` where the Istio and Gateway API CRDs are installed.
-//
-//	go run ./examples/render                          # embedded sample Profile, ambient mode
-//	go run ./examples/render -mode sidecar
-//	go run ./examples/render -profile p.yaml -config c.yaml -pss-enforce restricted
-//	go run ./examples/render -waypoint-ready=false    # before istiod has programmed the waypoint
-//	go run ./examples/render -cluster                 # the cluster-wide objects, applied once:
-//	                                                  # waypoint default-deny and class defaults
-//	go run ./examples/render -config examples/render/configs/knative-activator.yaml
-//	go run ./examples/render -kubeconfig ~/.kube/config # also check that cluster's platform
-//
-// Configuration warnings (such as a very wide L4 exception ipBlocks range) and the plugins' notes
-// go to stderr, so the YAML on stdout stays applicable.
-//
-// Without -kubeconfig it reads no cluster. With it, it also runs the platform check
-// (platform.Check) against that cluster, read-only, and prints each finding on
-// stderr as a "platform:" line; stdout is the same either way.
-//
-// Bad input exits with status 1 and one line on stderr naming the file and the field.
-package main
+package render
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	psaapi "k8s.io/pod-security-admission/api"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	"github.com/kubeflow-ambient/profile-plugins/cmd/profile-plugins/internal/cli"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
-	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/internal/preview"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
@@ -45,74 +24,102 @@ import (
 //go:embed profile.yaml
 var sampleProfile []byte
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		// One line: the admin greps for it, and CI logs show it whole.
-		fmt.Fprintln(os.Stderr, "render: "+strings.ReplaceAll(err.Error(), "\n", "; "))
-		os.Exit(1)
-	}
+// Help is the command's --help.
+var Help = cli.Help{
+	Command: "render",
+	Description: `Render prints, as multi-document YAML, everything the plugins emit for one Profile: first the
+Namespace with exactly the labels the plugins own, then every object. It needs no cluster; its
+output applies with 'kubectl apply -f -' where the Istio and Gateway API CRDs are installed.
+
+Configuration warnings (such as a very wide L4 exception ipBlocks range) and the plugins' notes go
+to stderr, so the output on stdout stays applicable.
+
+Without -kubeconfig it reads no cluster. With it, it also runs the platform check against that
+cluster, read-only, and prints each finding on stderr as a "platform:" line; stdout is the same
+either way. 'profile-plugins check' runs the check on its own.`,
+	Examples: `# The embedded sample Profile, ambient mode
+profile-plugins render
+
+# Sidecar mode; or a Profile and configuration of your own, with enforce restricted
+profile-plugins render -mode sidecar
+profile-plugins render -profile p.yaml -config c.yaml -pss-enforce restricted
+
+# Before istiod has programmed the waypoint (no istio.io/use-waypoint yet)
+profile-plugins render -waypoint-ready=false
+
+# The cluster-wide objects, applied once: the waypoint default-deny and class defaults
+profile-plugins render -cluster | kubectl apply -f -
+
+# As a JSON List; and with the platform check of a cluster on stderr
+profile-plugins render -o json
+profile-plugins render --kubeconfig ~/.kube/config`,
+	ExitStatus: `0  the objects were printed
+1  bad input (a flag, the Profile or the configuration; one line on stderr names the file and
+   the field), or the platform check could not read the cluster; nothing is printed on stdout`,
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("render", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	profilePath := fs.String("profile", "", "a kubeflow.org/v1 Profile YAML file (default: an embedded sample)")
-	configPath := fs.String("config", "", "a PluginConfig YAML file (default: the documented defaults)")
-	mode := fs.String("mode", "", "shortcut for mesh.mode: ambient, sidecar or none")
-	enforce := fs.String("pss-enforce", "", "shortcut for podSecurity.enforce.level: privileged, baseline or restricted")
-	ready := fs.Bool("waypoint-ready", true, "render as if istiod had programmed the waypoint (false: the state before, without istio.io/use-waypoint)")
-	cluster := fs.Bool("cluster", false, "render the cluster-wide objects instead of one namespace's")
-	kubeconfig := fs.String("kubeconfig", "", "also check the platform of this cluster (read-only); default: no cluster is read")
-	kubeContext := fs.String("context", "", "the kubeconfig context for -kubeconfig (default: the current one)")
-	if err := fs.Parse(args); err != nil {
+// Run runs `profile-plugins render` with args (the flags after "render") and returns the exit
+// status.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return Help.Exit(newFlags(&options{}), run(ctx, args, stdout, stderr), stdout, stderr)
+}
+
+// options are the command's flags.
+type options struct {
+	profilePath         string
+	config              cli.ConfigFlags
+	ready, cluster      bool
+	output              string
+	kubeconfig, context string
+}
+
+func newFlags(o *options) *flag.FlagSet {
+	fs := cli.NewFlagSet(Help.Command)
+	fs.StringVar(&o.profilePath, "profile", "", "a kubeflow.org/v1 Profile YAML file (default: an embedded sample)")
+	o.config.Register(fs)
+	fs.BoolVar(&o.ready, "waypoint-ready", true, "render as if istiod had programmed the waypoint (false: the state before, without istio.io/use-waypoint)")
+	fs.BoolVar(&o.cluster, "cluster", false, "render the cluster-wide objects instead of one namespace's")
+	fs.StringVar(&o.output, "o", cli.YAML, "output format: yaml, or json (one v1 List)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "also check the platform of this cluster (read-only); default: no cluster is read")
+	fs.StringVar(&o.context, "context", "", "the kubeconfig context for -kubeconfig (default: the current one)")
+	return fs
+}
+
+// run parses args and renders; it returns what Run reports.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o options
+	if err := Help.Parse(newFlags(&o), args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	if err := cli.CheckFormat(o.output, cli.YAML, cli.JSON); err != nil {
+		return err
 	}
 
-	cfg := config.Default()
-	if *configPath != "" {
-		c, err := config.Load(*configPath)
-		if err != nil {
-			return err
-		}
-		cfg = c
+	cfg, err := o.config.Load(stderr)
+	if err != nil {
+		return err
 	}
-	if *mode != "" {
-		cfg.Mesh.Mode = config.MeshMode(*mode)
+	if o.context != "" && o.kubeconfig == "" {
+		return fmt.Errorf("-context %q: needs -kubeconfig", o.context)
 	}
-	if *enforce != "" {
-		cfg.PodSecurity.Enforce.Level = psaapi.Level(*enforce)
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", flagSource(*configPath, *mode, *enforce), err)
-	}
-	for _, w := range cfg.Warnings() {
-		fmt.Fprintf(stderr, "warning: %s: %s\n", flagSource(*configPath, *mode, *enforce), w)
-	}
-
-	if *kubeContext != "" && *kubeconfig == "" {
-		return fmt.Errorf("-context %q: needs -kubeconfig", *kubeContext)
-	}
-	if *kubeconfig != "" {
-		if err := checkPlatform(*kubeconfig, *kubeContext, cfg, stderr); err != nil {
+	if o.kubeconfig != "" {
+		if err := checkPlatform(ctx, o.kubeconfig, o.context, cfg, stderr); err != nil {
 			return err
 		}
 	}
 
 	s := runner.NewScheme()
-	if *cluster {
-		return renderCluster(s, cfg, stdout)
+	if o.cluster {
+		return renderCluster(s, cfg, o.output, stdout)
 	}
 
 	profileName, data := "embedded sample profile", sampleProfile
-	if *profilePath != "" {
-		d, err := os.ReadFile(*profilePath)
+	if o.profilePath != "" {
+		d, err := os.ReadFile(o.profilePath)
 		if err != nil {
 			return err
 		}
-		profileName, data = *profilePath, d
+		profileName, data = o.profilePath, d
 	}
 	profile, err := profilev1.ParseYAML(data)
 	if err != nil {
@@ -120,8 +127,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	target := plugin.Target{Namespace: profile.Name, Owner: profile.Spec.Owner.Name, Profile: profile}
-	if *ready && cfg.Mesh.Mode == config.ModeAmbient {
-		target.Observed.Objects = append(target.Observed.Objects, fixture.ProgrammedGateway(cfg, profile.Name))
+	if o.ready && cfg.Mesh.Mode == config.ModeAmbient {
+		target.Observed.Objects = append(target.Observed.Objects, preview.ProgrammedGateway(cfg, profile.Name))
 	}
 	ps, err := plugins.New(cfg)
 	if err != nil {
@@ -138,6 +145,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if out, err = encode(out, o.output); err != nil {
+		return err
+	}
 	for _, w := range append(r.Warnings, r.Waiting...) {
 		fmt.Fprintln(stderr, "note: "+w)
 	}
@@ -148,7 +158,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 // renderCluster writes the cluster-wide objects an admin applies once: the waypoint default-deny
 // in the root namespace and the waypoint class defaults (seccomp hardening of every waypoint pod)
 // in istiod's namespace. It writes nothing when either cannot be made.
-func renderCluster(s *runtime.Scheme, cfg *config.Config, stdout io.Writer) error {
+func renderCluster(s *runtime.Scheme, cfg *config.Config, output string, stdout io.Writer) error {
 	deny, err := waypoint.ClusterDefaultDeny(cfg)
 	if err != nil {
 		return fmt.Errorf("-cluster: %w", err)
@@ -161,23 +171,17 @@ func renderCluster(s *runtime.Scheme, cfg *config.Config, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if out, err = encode(out, output); err != nil {
+		return err
+	}
 	_, err = stdout.Write(out)
 	return err
 }
 
-// flagSource says where a bad configuration value came from: the file, or a shortcut flag.
-func flagSource(configPath, mode, enforce string) string {
-	var from []string
-	if configPath != "" {
-		from = append(from, configPath)
-	} else {
-		from = append(from, "default configuration")
+// encode is the YAML stream as it is, or as a JSON List for -o json.
+func encode(stream []byte, output string) ([]byte, error) {
+	if output == cli.JSON {
+		return cli.JSONList(stream)
 	}
-	if mode != "" {
-		from = append(from, "-mode")
-	}
-	if enforce != "" {
-		from = append(from, "-pss-enforce")
-	}
-	return strings.Join(from, " with ")
+	return stream, nil
 }

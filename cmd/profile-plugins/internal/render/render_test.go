@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubeflow-ambient/profile-plugins/cmd/profile-plugins/internal/cli"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 )
 
@@ -38,7 +39,7 @@ func TestRenderGolden(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			require.NoError(t, run(tc.args, &stdout, &stderr), stderr.String())
+			require.NoError(t, run(t.Context(), tc.args, &stdout, &stderr), stderr.String())
 			for _, w := range tc.want {
 				assert.Contains(t, stdout.String(), w)
 			}
@@ -60,7 +61,7 @@ func TestRenderWarnsAboutWideIPBlocks(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte("apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\n"+
 		"authorization: {l4Exceptions: [{ipBlocks: [10.0.0.0/8], ports: [9091]}]}\n"), 0o644))
 	var stdout, stderr bytes.Buffer
-	require.NoError(t, run([]string{"-config", p}, &stdout, &stderr))
+	require.NoError(t, run(t.Context(), []string{"-config", p}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "warning: "+p+`: authorization.l4Exceptions[0].ipBlocks[0]: "10.0.0.0/8" is a very wide range`)
 	assert.Contains(t, stdout.String(), "- 10.0.0.0/8")
 }
@@ -70,10 +71,10 @@ func TestRenderWarnsAboutThePerNamespacePatch(t *testing.T) {
 	optIn := filepath.Join(t.TempDir(), "seccomp-patch.yaml")
 	require.NoError(t, os.WriteFile(optIn, []byte("apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\nmesh: {waypoint: {seccompPatch: true}}\n"), 0o644))
 	var stdout, stderr bytes.Buffer
-	require.NoError(t, run([]string{"-config", optIn}, &stdout, &stderr))
+	require.NoError(t, run(t.Context(), []string{"-config", optIn}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "note: waypoint: mesh.waypoint.seccompPatch is on: namespace editors")
 	stderr.Reset()
-	require.NoError(t, run(nil, &stdout, &stderr))
+	require.NoError(t, run(t.Context(), nil, &stdout, &stderr))
 	assert.NotContains(t, stderr.String(), "seccompPatch")
 }
 
@@ -83,13 +84,17 @@ func TestRenderClusterRefusesACustomClass(t *testing.T) {
 	customClass := filepath.Join(t.TempDir(), "class.yaml")
 	require.NoError(t, os.WriteFile(customClass, []byte("apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\nmesh: {waypoint: {className: corp-waypoint}}\n"), 0o644))
 	var stdout, stderr bytes.Buffer
-	err := run([]string{"-cluster", "-config", customClass}, &stdout, &stderr)
+	err := run(t.Context(), []string{"-cluster", "-config", customClass}, &stdout, &stderr)
 	require.Error(t, err)
 	assert.Empty(t, stdout.String(), "neither cluster-wide object is written")
 	for _, w := range []string{"-cluster", `mesh.waypoint.className "corp-waypoint"`, `only for class "istio-waypoint"`, "pilot/pkg/model/policyattachment.go", "silently ignored"} {
 		assert.Contains(t, err.Error(), w)
 	}
-	golden.Assert(t, "render/cluster-custom-class-error.txt", []byte("render: "+err.Error()+"\n"))
+	// What the admin reads is what Run writes on stderr, with its exit status.
+	stderr.Reset()
+	assert.Equal(t, cli.ExitError, Run(t.Context(), []string{"-cluster", "-config", customClass}, &stdout, &stderr))
+	assert.Empty(t, stdout.String())
+	golden.Assert(t, "render/cluster-custom-class-error.txt", stderr.Bytes())
 }
 
 func TestRenderRefusesBadInput(t *testing.T) {
@@ -124,7 +129,7 @@ func TestRenderRefusesBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			err := run(tc.args, &stdout, &stderr)
+			err := run(t.Context(), tc.args, &stdout, &stderr)
 			require.Error(t, err)
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
