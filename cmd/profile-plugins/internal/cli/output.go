@@ -35,13 +35,13 @@ func CheckFormat(format string, allowed ...string) error {
 
 // JSONList turns a multi-document YAML stream of objects (what runner.EncodeYAML and
 // Rendering.YAML write) into one JSON List, the form `kubectl get -o json` gives several objects
-// in; `kubectl apply -f` takes either. Keys keep the stream's (sorted) order.
+// in; `kubectl apply -f` takes either. Keys are sorted, numbers kept as written.
 func JSONList(stream []byte) ([]byte, error) {
 	list := struct {
-		APIVersion string            `json:"apiVersion"`
-		Kind       string            `json:"kind"`
-		Items      []json.RawMessage `json:"items"`
-	}{APIVersion: "v1", Kind: "List", Items: []json.RawMessage{}}
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Items      []any  `json:"items"`
+	}{APIVersion: "v1", Kind: "List", Items: []any{}}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
 	for {
 		doc, err := r.Read()
@@ -54,7 +54,14 @@ func JSONList(stream []byte) ([]byte, error) {
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
-		item, err := yaml.YAMLToJSON(doc)
+		// Decoded again, so MarshalJSON writes the strings unescaped, as in the YAML.
+		var item any
+		js, err := yaml.YAMLToJSON(doc)
+		if err == nil {
+			dec := json.NewDecoder(bytes.NewReader(js))
+			dec.UseNumber()
+			err = dec.Decode(&item)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", len(list.Items)+1, err)
 		}

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 )
@@ -68,5 +70,38 @@ func TestConvertRefusesBadInput(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Empty(t, stdout.String())
 		})
+	}
+}
+
+// -o json is the same policies as one v1 List; the report on stderr does not change.
+func TestConvertJSONIsTheYAMLAsAList(t *testing.T) {
+	l7, err := os.ReadFile(filepath.Join(golden.ModuleRoot(t), "testdata", "authz", "selector-l7.yaml"))
+	require.NoError(t, err)
+	var yamlOut, yamlErr, jsonOut, jsonErr bytes.Buffer
+	require.NoError(t, run([]string{"-gateway", "waypoint"}, bytes.NewReader(l7), &yamlOut, &yamlErr))
+	require.NoError(t, run([]string{"-gateway", "waypoint", "-o", "json"}, bytes.NewReader(l7), &jsonOut, &jsonErr))
+	assert.Equal(t, yamlErr.String(), jsonErr.String())
+	var want map[string]any
+	require.NoError(t, yaml.Unmarshal(yamlOut.Bytes(), &want))
+	var list struct{ Items []map[string]any }
+	require.NoError(t, json.Unmarshal(jsonOut.Bytes(), &list))
+	assert.Equal(t, []map[string]any{want}, list.Items)
+}
+
+// Run says what is wrong on one line of stderr, exits 1 and writes no policy.
+func TestRunExitsOneOnBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		in   string
+		want string
+	}{
+		{nil, "", "convert: give exactly one of -gateway NAME or -service NAME\nRun 'profile-plugins convert --help' for usage.\n"},
+		{[]string{"-gateway", "w", "-o", "table"}, "", "convert: -o \"table\": must be yaml or json\nRun 'profile-plugins convert --help' for usage.\n"},
+		{[]string{"-gateway", "w"}, "apiVersion: v1\nkind: ConfigMap\n", "convert: stdin: document 1: kind \"ConfigMap\" (apiVersion \"v1\") is not a security.istio.io AuthorizationPolicy\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 1, Run(t.Context(), c.args, strings.NewReader(c.in), &stdout, &stderr), c.args)
+		assert.Empty(t, stdout.String())
+		assert.Equal(t, c.want, stderr.String())
 	}
 }

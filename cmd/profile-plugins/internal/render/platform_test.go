@@ -2,14 +2,11 @@ package render
 
 import (
 	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
@@ -19,24 +16,11 @@ import (
 
 func TestMain(m *testing.M) { envtest.Main(m) }
 
-// writeKubeconfig points a kubeconfig's context "envtest" at the test API server.
-func writeKubeconfig(t *testing.T, env *envtest.Env) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Base.Host, CertificateAuthorityData: env.Base.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Base.CertData, ClientKeyData: env.Base.KeyData, Token: env.Base.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
-	return path
-}
-
 // Issue 15: given a cluster, render prints the platform check's findings on stderr, and the same
 // YAML on stdout as without one.
 func TestRenderChecksTheGivenCluster(t *testing.T) {
 	env := envtest.Start(t)
-	kubeconfig := writeKubeconfig(t, env)
+	kubeconfig := env.Kubeconfig(t)
 
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, run(t.Context(), []string{"-kubeconfig", kubeconfig}, &stdout, &stderr), stderr.String())
