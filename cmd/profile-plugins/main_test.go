@@ -91,7 +91,7 @@ func TestUnknownFlagExitsOne(t *testing.T) {
 	}
 }
 
-// `profile-plugins render` prints what `go run ./examples/render` printed: the same golden file.
+// `profile-plugins render` prints the golden render output (the files the command was moved with).
 func TestRenderThroughTheDispatcher(t *testing.T) {
 	code, out, _ := invoke(t, "render")
 	assert.Equal(t, 0, code)
