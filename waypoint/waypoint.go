@@ -303,7 +303,7 @@ func (p *Plugin) restrictedHint(t plugin.Target) string {
 	}
 	return fmt.Sprintf("; enforce is %q and mesh.waypoint.seccompPatch is off, so PodSecurity rejects the waypoint pods unless "+
 		"the waypoint class defaults ConfigMap (label %s=%s, seccompProfile RuntimeDefault) exists in namespace %s (Istio 1.26+): "+
-		"apply it with `go run ./examples/render -cluster | kubectl apply -f -`, or set mesh.waypoint.seccompPatch: true",
+		"apply it with `go run ./cmd/profile-plugins render -cluster | kubectl apply -f -`, or set mesh.waypoint.seccompPatch: true",
 		psaapi.LevelRestricted, ClassDefaultsLabel, p.cfg.Mesh.Waypoint.ClassName, p.cfg.Mesh.IstiodNamespace)
 }
 
