@@ -98,8 +98,8 @@ func evaluateOpenness(rules []*securityv1beta1.Rule, trustDomain string, l4 bool
 	// A family counts when the rules admit every caller of it and, of the other family, admit
 	// every caller too or name no address at all: then they were written for that family alone
 	// (ipBlocks: [0.0.0.0/0]), and on a cluster of that family they admit everyone. Rules that
-	// keep out some addresses of the other family (notIpBlocks: [10.0.0.0/8], which leaves IPv6
-	// alone) are not reported: on a cluster of that family alone they refuse someone.
+	// keep out some IPv4 addresses and no IPv6 one (notIpBlocks: [10.0.0.0/8]) are not reported
+	// for IPv6: on an IPv4 cluster they refuse someone.
 	for f := range 2 {
 		g := 1 - f
 		counts := func(all [2]bool) bool { return all[f] && (all[g] || !named[g]) }
