@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -147,7 +148,9 @@ func Check(ctx context.Context, r client.Reader, cfg *config.Config) (Report, er
 	if err != nil {
 		return report, err
 	}
-	report.Findings = append(report.Findings, userControlled(cfg.Namespaces.Ownership, trusted, exceptions)...)
+	// Reserved names do not matter here: reserving a namespace does not take it from its user.
+	rule := ownership.Policy{RequireOwnerReference: cfg.Namespaces.Ownership == config.OwnershipReference}
+	report.Findings = append(report.Findings, userControlled(rule, trusted, exceptions)...)
 	if cfg.Mesh.Mode == config.ModeAmbient {
 		report.Findings = append(report.Findings, ipBlocksCoveringForwarders(cfg.Authorization.L4Exceptions, trusted)...)
 		f, err := checkWaypoint(ctx, r, cfg)
@@ -208,9 +211,9 @@ func readTrusted(ctx context.Context, r client.Reader, cfg *config.Config) ([]tr
 // that names path, a read error is wrapped with who names the principal.
 func readPrincipal(ctx context.Context, r client.Reader, who, path, principal string) (trustedPrincipal, error) {
 	t := trustedPrincipal{path: path, principal: principal}
-	namespace, sa, err := principalParts(path, principal)
+	_, namespace, sa, err := config.ParsePrincipal(principal)
 	if err != nil {
-		return t, err
+		return t, fmt.Errorf("%s %w", path, err)
 	}
 	t.namespace, t.sa = namespace, sa
 	if t.ns, t.pods, err = serviceAccountPods(ctx, r, namespace, sa); err != nil {
@@ -275,15 +278,6 @@ func namespaceDataPlane(ns *corev1.Namespace) dataPlane {
 		return planeAmbient
 	}
 	return planeNone
-}
-
-// principalParts splits <trust domain>/ns/<namespace>/sa/<service account>.
-func principalParts(path, principal string) (namespace, serviceAccount string, err error) {
-	parts := strings.Split(principal, "/")
-	if len(parts) != 5 || parts[1] != "ns" || parts[3] != "sa" || parts[2] == "" || parts[4] == "" {
-		return "", "", fmt.Errorf("%s %q: must look like <trust domain>/ns/<namespace>/sa/<service account>", path, principal)
-	}
-	return parts[2], parts[4], nil
 }
 
 // serviceAccountPods reads the namespace and its live pods that run as sa; ns is nil when the
