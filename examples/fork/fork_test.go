@@ -28,8 +28,10 @@ import (
 
 func TestMain(m *testing.M) { envtest.Main(m) }
 
+// wait is long because the machines that run the tests are shared: a reconcile takes well under a
+// second when nothing else runs.
 const (
-	wait = 30 * time.Second
+	wait = 60 * time.Second
 	tick = 100 * time.Millisecond
 )
 
@@ -38,9 +40,7 @@ const (
 // waypoint, which the Gateway watch notices; and on deletion the plugins revoke what they made
 // before the finalizer goes.
 func TestForkAppliesAndRevokesThroughItsReconciler(t *testing.T) {
-	t0 := time.Now()
 	env := envtest.Start(t)
-	t.Logf("envtest %v", time.Since(t0))
 	c := env.Client
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -49,24 +49,20 @@ func TestForkAppliesAndRevokesThroughItsReconciler(t *testing.T) {
 			ServiceMeshMode: kubeflow.ServiceMeshAmbient, UserIDHeader: "kubeflow-userid"}})
 	}()
 	t.Cleanup(func() {
-		t.Logf("cleanup %v", time.Since(t0))
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("the manager stopped with: %v", err)
 		}
-		t.Logf("stopped %v", time.Since(t0))
 	})
 
 	profile := &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "fork-alice"},
 		Spec: profilev1.ProfileSpec{Owner: fixture.User("alice@example.com")}}
 	require.NoError(t, c.Create(ctx, profile))
-	t.Logf("created %v", time.Since(t0))
 
 	ns := &corev1.Namespace{}
 	require.Eventually(t, func() bool {
 		return c.Get(ctx, client.ObjectKey{Name: profile.Name}, ns) == nil && ns.Labels["istio.io/dataplane-mode"] == "ambient"
 	}, wait, tick, "the namespace is made and enrolled, closed by the ztunnel policy")
-	t.Logf("enrolled %v", time.Since(t0))
 	assert.Equal(t, "alice@example.com", ns.Annotations[ownership.OwnerAnnotation])
 	assert.NotContains(t, ns.Labels, "istio.io/use-waypoint", "no route to a waypoint istiod has not programmed")
 	owner := &istiosecurityv1.AuthorizationPolicy{}
@@ -88,12 +84,10 @@ func TestForkAppliesAndRevokesThroughItsReconciler(t *testing.T) {
 		return c.Get(ctx, client.ObjectKey{Name: profile.Name}, ns) == nil && ns.Labels["istio.io/use-waypoint"] == "waypoint"
 	}, wait, tick, "the Gateway watch brings the Profile back once its waypoint is Programmed")
 
-	t.Logf("routed %v", time.Since(t0))
 	require.NoError(t, c.Delete(ctx, profile))
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: profile.Name}, &profilev1.Profile{}))
 	}, wait, tick, "the finalizer goes once the plugins have revoked")
-	t.Logf("revoked %v", time.Since(t0))
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: profile.Name}, ns))
 	assert.NotContains(t, ns.Labels, "istio.io/dataplane-mode")
 	assert.NotContains(t, ns.Labels, "istio.io/use-waypoint")
