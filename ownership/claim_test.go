@@ -1,6 +1,7 @@
 package ownership_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -87,4 +88,21 @@ func TestClaimableAgreesWithCheck(t *testing.T) {
 			assert.NoError(t, policy.Check(claimant, n), "Claimable says a Profile could have %+v", n.ObjectMeta)
 		}
 	}
+}
+
+// The kubeflow namespace, where the platform callers run, annotated as the profiles controller
+// annotates a user's: reserving it keeps the runner out, but a Profile of that owner could still
+// have it, which is what the platform check reports.
+func ExamplePolicy_Claimable() {
+	kubeflow := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeflow",
+		Annotations: map[string]string{ownership.OwnerAnnotation: "mallory@example.com"}}}
+	policy := ownership.Policy{Reserved: []string{"kubeflow"}}
+	why, ok := policy.Claimable(kubeflow)
+	fmt.Printf("%t: %s\n", ok, why)
+	policy.RequireOwnerReference = true // namespaces.ownership: ownerReference
+	_, ok = policy.Claimable(kubeflow)
+	fmt.Println(ok)
+	// Output:
+	// true: its "owner" annotation is "mallory@example.com", so a Profile of that owner may have it
+	// false
 }
