@@ -105,14 +105,20 @@ func CheckNamespaceName(profile *profilev1.Profile) error {
 
 // Check returns a [NamespaceError] unless ns is profile's under the policy.
 func (p Policy) Check(profile *profilev1.Profile, ns *corev1.Namespace) error {
-	refuse := func(format string, args ...any) error {
-		return &NamespaceError{Namespace: ns.Name, Profile: profile.Name, Rule: fmt.Sprintf(format, args...)}
-	}
 	if ns.Name != profile.Name {
-		return refuse("a Profile's namespace has the Profile's name")
+		return &NamespaceError{Namespace: ns.Name, Profile: profile.Name, Rule: "a Profile's namespace has the Profile's name"}
 	}
 	if err := p.CheckReserved(profile); err != nil {
 		return err
+	}
+	return p.checkOwner(profile, ns)
+}
+
+// checkOwner is Check's rule of who a namespace is for, without the name and reserved checks:
+// the one rule [Policy.Claimable] asks too.
+func (p Policy) checkOwner(profile *profilev1.Profile, ns *corev1.Namespace) error {
+	refuse := func(format string, args ...any) error {
+		return &NamespaceError{Namespace: ns.Name, Profile: profile.Name, Rule: fmt.Sprintf(format, args...)}
 	}
 	if ref := metav1.GetControllerOf(ns); ref != nil {
 		if IsProfileRef(*ref) && profile.UID != "" && ref.UID == profile.UID {

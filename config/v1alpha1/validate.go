@@ -208,7 +208,7 @@ func (e L4Exception) validate(path *field.Path, headerOnly []headerOnly) field.E
 		}
 		errs = append(errs, dns1123Label(path.Child("namespaces").Index(i), ns)...)
 		for _, h := range headerOnly {
-			if hNS, _, ok := principalParts(h.principal); ok && ns == hNS {
+			if _, hNS, _, err := ParsePrincipal(h.principal); err == nil && ns == hNS {
 				errs = append(errs, field.Invalid(path.Child("namespaces").Index(i), ns, "the namespace of "+h.who+" "+bypass(h.who)))
 			}
 		}
@@ -241,7 +241,7 @@ func (e L4Exception) validate(path *field.Path, headerOnly []headerOnly) field.E
 		}
 		// serviceAccounts match in any trust domain, so the trust domain is not compared.
 		for _, h := range headerOnly {
-			if hNS, hSA, ok := principalParts(h.principal); ok && ns == hNS && name == hSA {
+			if _, hNS, hSA, err := ParsePrincipal(h.principal); err == nil && ns == hNS && name == hSA {
 				errs = append(errs, field.Invalid(p, sa, "the service account of "+h.who+" "+bypass(h.who)))
 			}
 		}
@@ -411,35 +411,27 @@ func ValidateTrustDomain(path *field.Path, td string) field.ErrorList {
 	return nil
 }
 
-// ValidatePrincipal checks an Istio principal <trust domain>/ns/<namespace>/sa/<service account>.
+// ValidatePrincipal checks an Istio principal <trust domain>/ns/<namespace>/sa/<service account>:
+// its form ([ParsePrincipal]), then the syntax of each part.
 func ValidatePrincipal(path *field.Path, p string) field.ErrorList {
 	if errs := ValidateIdentity(path, p); len(errs) > 0 {
 		return errs
 	}
-	parts := strings.Split(p, "/")
-	if len(parts) != 5 || parts[1] != "ns" || parts[3] != "sa" {
-		return field.ErrorList{field.Invalid(path, p, "must look like <trust domain>/ns/<namespace>/sa/<service account>")}
+	td, namespace, sa, err := ParsePrincipal(p)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, p, errPrincipalForm.Error())}
 	}
 	var errs field.ErrorList
-	if len(ValidateTrustDomain(path, parts[0])) > 0 {
-		errs = append(errs, field.Invalid(path, p, fmt.Sprintf("trust domain %q: lowercase letters, digits, '.', '-' and '_' only", parts[0])))
+	if len(ValidateTrustDomain(path, td)) > 0 {
+		errs = append(errs, field.Invalid(path, p, fmt.Sprintf("trust domain %q: lowercase letters, digits, '.', '-' and '_' only", td)))
 	}
-	if msgs := validation.IsDNS1123Label(parts[2]); len(msgs) > 0 {
+	if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(path, p, "namespace "+strings.Join(msgs, "; ")))
 	}
-	if msgs := validation.IsDNS1123Subdomain(parts[4]); len(msgs) > 0 {
+	if msgs := validation.IsDNS1123Subdomain(sa); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(path, p, "service account "+strings.Join(msgs, "; ")))
 	}
 	return errs
-}
-
-// principalParts splits <trust domain>/ns/<namespace>/sa/<service account>.
-func principalParts(p string) (namespace, serviceAccount string, ok bool) {
-	parts := strings.Split(p, "/")
-	if len(parts) != 5 || parts[1] != "ns" || parts[3] != "sa" {
-		return "", "", false
-	}
-	return parts[2], parts[4], true
 }
 
 func dns1123Label(path *field.Path, v string) field.ErrorList {
