@@ -295,6 +295,15 @@ func (w *world) checkEnforceReconciled(s snapshot) {
 	}
 }
 
+// sanctionWritten runs after a reconcile in which a fault fired: a level at least as strict
+// as the wanted one that the runner still wrote is legitimate, and preflight hold may keep it
+// once the admin tightens the wanted level.
+func (w *world) sanctionWritten(s snapshot) {
+	if level, set := s.enforceLevel(); set && level >= w.wantEnforce() {
+		w.sanctioned = s.labels[labelEnforce]
+	}
+}
+
 // checkRevoked runs after a revoke in which no fault fired.
 func (w *world) checkRevoked(res *runner.Result, s snapshot) {
 	for _, key := range routingLabels {

@@ -297,6 +297,9 @@ func (w *world) runnerCall(what string, call func(*runner.Runner) *runner.Result
 		w.t.Logf("    waiting: %s", s)
 	}
 	w.countReached(w.snap())
+	if what == "reconcile" && w.fired > 0 {
+		w.sanctionWritten(w.snap())
+	}
 	if w.fired == 0 {
 		if what == "revoke" {
 			w.checkRevoked(res, w.snap())
