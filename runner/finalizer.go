@@ -126,9 +126,11 @@ func dependants(plugins []plugin.Plugin, ns *corev1.Namespace, obs plugin.Observ
 
 // releaseProtection removes plugin.ProtectionFinalizer from each plugin's own objects that are
 // being deleted (observed so, or deleted by this call's prune) once no running pod depends on them.
-// While one does, the object stays, still protecting, and the plugin waits for it. A failed
-// plugin's objects are left as they are, like everything else of it.
-func (r *Runner) releaseProtection(ctx context.Context, ns *corev1.Namespace, plans []*planned, obs plugin.Observed) {
+// While one does, the object stays, still protecting, and the plugin waits for it; stuck, when set,
+// says what ends those pods if nothing else will. An object its plugin still wants keeps the
+// finalizer while the namespace stays: it protects as it stands, and releasing it would take away
+// what the labels that require it count on. A failed plugin's objects are left as they are.
+func (r *Runner) releaseProtection(ctx context.Context, ns *corev1.Namespace, plans []*planned, obs plugin.Observed, stuck string) {
 	type candidate struct {
 		p   *planned
 		cur client.Object
@@ -139,12 +141,17 @@ func (r *Runner) releaseProtection(ctx context.Context, ns *corev1.Namespace, pl
 			continue
 		}
 		for _, cur := range ownObjects(p, obs) {
-			if !slices.Contains(cur.GetFinalizers(), plugin.ProtectionFinalizer) {
+			ref := refOf(cur)
+			if !slices.Contains(cur.GetFinalizers(), plugin.ProtectionFinalizer) ||
+				(cur.GetDeletionTimestamp() == nil && !slices.Contains(p.res.Deleted, ref)) {
 				continue
 			}
-			if cur.GetDeletionTimestamp() != nil || slices.Contains(p.res.Deleted, refOf(cur)) {
-				found = append(found, candidate{p, cur})
+			if ns.DeletionTimestamp == nil && slices.ContainsFunc(p.objects, func(ao applyObject) bool { return ao.ref == ref }) {
+				p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("%s is being deleted although plugin %s wants it: its finalizer %s keeps it, "+
+					"and it still applies; it goes once no plugin wants it or the namespace is deleted", ref, p.plugin.Name(), plugin.ProtectionFinalizer))
+				continue
 			}
+			found = append(found, candidate{p, cur})
 		}
 	}
 	if len(found) == 0 {
@@ -165,8 +172,8 @@ func (r *Runner) releaseProtection(ctx context.Context, ns *corev1.Namespace, pl
 	for _, c := range found {
 		ref := refOf(c.cur)
 		if pods := deps[ref]; len(pods) > 0 {
-			c.p.res.Waiting = append(c.p.res.Waiting, fmt.Sprintf("keeps %s, which is being deleted, until no pod depends on it (its finalizer %s holds it); %d pod(s) still run or terminate: %s",
-				ref, plugin.ProtectionFinalizer, len(pods), strings.Join(pods, ", ")))
+			c.p.res.Waiting = append(c.p.res.Waiting, fmt.Sprintf("keeps %s, which is being deleted, until no pod depends on it (its finalizer %s holds it)%s; %d pod(s) still run or terminate: %s",
+				ref, plugin.ProtectionFinalizer, stuck, len(pods), strings.Join(pods, ", ")))
 			continue
 		}
 		i := slices.Index(c.cur.GetFinalizers(), plugin.ProtectionFinalizer)

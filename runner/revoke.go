@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,10 +55,16 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 	for _, p := range plans {
 		r.prune(ctx, p, decidePrune(p, obs, held, !leaving))
 	}
+	stuck := ""
 	if leaving {
 		r.handOver(ctx, profile, plans, obs, held)
+		if ns.DeletionTimestamp == nil && !slices.Contains(profile.Finalizers, metav1.FinalizerDeleteDependents) {
+			// Garbage collection deletes the namespace, and so its pods, only once the Profile is
+			// gone, and the Profile waits for them; a foreground deletion deletes it meanwhile.
+			stuck = "; the pods end with the namespace, which garbage collection deletes only once the Profile is gone: delete the namespace or the pods to finish"
+		}
 	}
-	r.releaseProtection(ctx, ns, plans, obs)
+	r.releaseProtection(ctx, ns, plans, obs, stuck)
 	return res
 }
 

@@ -135,6 +135,6 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 	if withdrawn {
 		r.pruneStale(ctx, ap)
 	}
-	r.releaseProtection(ctx, ap.ns, ap.plans, ap.obs)
+	r.releaseProtection(ctx, ap.ns, ap.plans, ap.obs, "")
 	return res
 }
