@@ -15,15 +15,16 @@ import (
 // Revoke takes down what the plugins made, in the order that keeps pods covered: routing labels
 // first, then the objects behind them; data-plane labels and the objects they require last, and
 // only once no pod would be left outside every data plane (a pod being deleted counts until its
-// grace period is over). Pod Security and any other admission labels (plugin.AdmissionGuard) stay
-// while pods run, so the namespace never admits anything its pods' owners create next.
+// grace period is over). Admission labels (plugin.AdmissionGuard: Pod Security) stay while pods
+// run, so the namespace never admits unconstrained what their owners create next.
 //
 // Where the namespace stays, Revoke waits for those pods and says so in Waiting (the controller
 // requeues). Where it is going away anyway, because it is being deleted or the Profile is its
-// controller, nothing waits: what pods still depend on is left to the namespace's deletion, which
-// removes pods first and the rest once they are gone, and is taken out of garbage collection's
-// hands (see handOver), so a finalizer never waits on pods and a terminating pod is never left
-// without its policy. It is idempotent, and a missing namespace is success.
+// controller, the labels are left to the namespace's deletion, which removes pods first and the
+// rest once they are gone, and so are the objects pods depend on, taken out of garbage
+// collection's hands (see handOver): the finalizer does not wait on pods. Only an object garbage
+// collection already marked deleted (a foreground deletion of the Profile) is waited for, until its
+// pods are gone (see releaseProtection). It is idempotent, and a missing namespace is success.
 func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result {
 	res := r.newResult()
 	if !r.admitRevoke(ctx, profile, res) {
