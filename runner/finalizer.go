@@ -127,9 +127,11 @@ func dependants(plugins []plugin.Plugin, ns *corev1.Namespace, obs plugin.Observ
 // releaseProtection removes plugin.ProtectionFinalizer from each plugin's own objects that are
 // being deleted (observed so, or deleted by this call's prune) once no running pod depends on them.
 // While one does, the object stays, still protecting, and the plugin waits for it; stuck, when set,
-// says what ends those pods if nothing else will. An object its plugin still wants keeps the
-// finalizer while the namespace stays: it protects as it stands, and releasing it would take away
-// what the labels that require it count on. A failed plugin's objects are left as they are.
+// says what ends those pods if nothing else will. An object being deleted that its plugin still
+// wants keeps the finalizer while the namespace stays: it protects as it stands, and releasing it
+// would take away what the labels that require it count on. A failed plugin's objects are left
+// as they are. It runs after the prune phase: deleting first keeps the object protecting if the
+// release fails, and the next call retries.
 func (r *Runner) releaseProtection(ctx context.Context, ns *corev1.Namespace, plans []*planned, obs plugin.Observed, stuck string) {
 	type candidate struct {
 		p   *planned
@@ -142,11 +144,11 @@ func (r *Runner) releaseProtection(ctx context.Context, ns *corev1.Namespace, pl
 		}
 		for _, cur := range ownObjects(p, obs) {
 			ref := refOf(cur)
-			if !slices.Contains(cur.GetFinalizers(), plugin.ProtectionFinalizer) ||
-				(cur.GetDeletionTimestamp() == nil && !slices.Contains(p.res.Deleted, ref)) {
+			pruned := slices.Contains(p.res.Deleted, ref)
+			if !slices.Contains(cur.GetFinalizers(), plugin.ProtectionFinalizer) || (cur.GetDeletionTimestamp() == nil && !pruned) {
 				continue
 			}
-			if ns.DeletionTimestamp == nil && slices.ContainsFunc(p.objects, func(ao applyObject) bool { return ao.ref == ref }) {
+			if !pruned && ns.DeletionTimestamp == nil && slices.ContainsFunc(p.objects, func(ao applyObject) bool { return ao.ref == ref }) {
 				p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("%s is being deleted although plugin %s wants it: its finalizer %s keeps it, "+
 					"and it still applies; it goes once no plugin wants it or the namespace is deleted", ref, p.plugin.Name(), plugin.ProtectionFinalizer))
 				continue
@@ -161,7 +163,7 @@ func (r *Runner) releaseProtection(ctx context.Context, ns *corev1.Namespace, pl
 		pods, err := r.listPods(ctx, ns.Name)
 		if err != nil {
 			for _, c := range found {
-				c.p.res.Errors = append(c.p.res.Errors, fmt.Errorf("plugin %s: %s is being deleted: %w", c.p.plugin.Name(), refOf(c.cur), err))
+				c.p.res.Errors = append(c.p.res.Errors, fmt.Errorf("plugin %s: %s keeps its finalizer: %w", c.p.plugin.Name(), refOf(c.cur), err))
 			}
 			return
 		}

@@ -39,6 +39,7 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
+	"github.com/kubeflow-ambient/profile-plugins/runner/dryrun"
 )
 
 // controllerFinalizer stands in for the profiles controller's finalizer, under which it revokes.
@@ -366,4 +367,34 @@ func newClientset(t *testing.T, env *envtest.Env) *kubernetes.Clientset {
 	cs, err := kubernetes.NewForConfig(env.Base)
 	require.NoError(t, err)
 	return cs
+}
+
+// The runner deletes an object that carries its finalizer and then takes the finalizer off, which
+// deletes it for real. In a dry run the server answers that patch against the persisted object,
+// which no dry run deleted, so the dry run reads the answer as the object gone, as the real writes
+// leave it, and persists nothing.
+func TestADryRunReadsAFinalizerTakenOffAfterItsDeleteAsTheObjectGone(t *testing.T) {
+	env := envtest.Start(t)
+	c := env.Client
+	ctx := context.Background()
+	ensureNamespace(t, c, "dryrun-finalizer")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: "dryrun-finalizer", Finalizers: []string{plugin.ProtectionFinalizer}}}
+	require.NoError(t, c.Create(ctx, cm))
+	t.Cleanup(func() {
+		_ = c.Patch(context.Background(), cm, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	d := dryrun.NewClient(c, nil)
+
+	require.NoError(t, d.Delete(ctx, cm.DeepCopy()))
+	patch := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`))
+	require.NoError(t, d.Patch(ctx, cm.DeepCopy(), patch))
+
+	writes := d.Writes()
+	require.Len(t, writes, 2)
+	assert.Nil(t, writes[0].After)
+	assert.Nil(t, writes[1].After, "the patch deleted it")
+	assert.True(t, apierrors.IsNotFound(d.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})), "the run reads it as gone")
+	live := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(cm), live), "nothing persisted")
+	assert.Nil(t, live.DeletionTimestamp)
 }
