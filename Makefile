@@ -119,7 +119,7 @@ floors:
 
 ## render: what the plugins emit for the embedded sample Profile.
 render:
-	$(GO) run ./examples/render
+	$(GO) run ./cmd/profile-plugins render
 
 ## update-golden: rewrite the golden files from the current output. Read `git diff testdata` before committing.
 ## Some golden tests run against the test API server, so it is built first when missing.

@@ -2,7 +2,6 @@ package authz
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 
@@ -17,8 +16,9 @@ import (
 )
 
 // foreignAllowAll warns about ALLOW policies another writer put where the plugin's policies
-// decide, with a rule that admits every caller (no conditions; sources, if any, all "*"). ALLOW policies add up (a request passes if any
-// one admits it), so one such policy makes the plugin's restrict nothing there:
+// decide, that admit every caller: evaluated, not judged by their shape (see
+// [evaluateOpenness]). ALLOW policies add up (a request passes if any one admits it), so one such
+// policy makes the plugin's restrict nothing there:
 //   - namespace-wide (no selector, no targetRefs): in ambient mode ztunnel enforces it next to the
 //     ztunnel policy; in sidecar mode every sidecar enforces it next to the owner policy;
 //   - in ambient mode, attached to the waypoint Gateway or to a Service: the waypoint enforces it
@@ -33,11 +33,19 @@ func foreignAllowAll(cfg *config.Config, obs plugin.Observed) []string {
 			continue
 		}
 		where, voided, l4, voids := placement(cfg, pol)
-		if !voids || !admitsEveryCaller(pol.Spec.GetRules(), l4) {
+		if !voids {
 			continue
 		}
-		out = append(out, fmt.Sprintf("AuthorizationPolicy %s (not made by this plugin) admits every caller %s: ALLOW policies add up, "+
-			"so %s restricts nothing there; delete it or narrow its rules", pol.Name, where, voided))
+		open := evaluateOpenness(pol.Spec.GetRules(), cfg.Mesh.TrustDomain, l4)
+		switch {
+		case open.tooLarge > 0:
+			out = append(out, fmt.Sprintf("AuthorizationPolicy %s (not made by this plugin) is enforced %s and names %d address ranges, more than the %d "+
+				"this plugin evaluates, so whether it admits every caller, and %s restricts nothing there, is not known; check it",
+				pol.Name, where, open.tooLarge, maxRanges, voided))
+		case open.open():
+			out = append(out, fmt.Sprintf("AuthorizationPolicy %s (not made by this plugin) admits %s %s: ALLOW policies add up, "+
+				"so %s restricts nothing there; delete it or narrow its rules", pol.Name, open.who(), where, voided))
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -90,42 +98,4 @@ func atWaypoint(cfg *config.Config, refs []*typev1beta1.PolicyTargetReference) b
 		}
 	}
 	return false
-}
-
-// admitsEveryCaller says whether some rule matches whatever the source: no when, and no from or
-// a source that matches anyone. At ztunnel (l4) a rule with an L7 attribute is dropped and admits
-// no one, so it does not count.
-func admitsEveryCaller(rules []*securityv1beta1.Rule, l4 bool) bool {
-	for _, r := range rules {
-		if len(r.GetWhen()) > 0 {
-			continue
-		}
-		if len(r.GetFrom()) > 0 && !slices.ContainsFunc(r.GetFrom(), func(f *securityv1beta1.Rule_From) bool { return anySource(f.GetSource()) }) {
-			continue
-		}
-		if l4 && len(L7Attributes(&securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{r}})) > 0 {
-			continue
-		}
-		return true
-	}
-	return false
-}
-
-// anySource says whether a source matches every peer: each identity list it sets holds "*" (in a
-// policy "*" matches any value: any authenticated peer, any namespace), and it sets nothing else.
-// IP blocks and negations count as restricting, so such a source is not reported.
-func anySource(s *securityv1beta1.Source) bool {
-	if s == nil {
-		return true
-	}
-	if len(s.GetIpBlocks())+len(s.GetRemoteIpBlocks())+len(s.GetNotIpBlocks())+len(s.GetNotRemoteIpBlocks())+
-		len(s.GetNotPrincipals())+len(s.GetNotNamespaces())+len(s.GetNotRequestPrincipals())+len(s.GetNotServiceAccounts()) > 0 {
-		return false
-	}
-	for _, l := range [][]string{s.GetPrincipals(), s.GetNamespaces(), s.GetRequestPrincipals(), s.GetServiceAccounts()} {
-		if len(l) > 0 && !slices.Contains(l, "*") {
-			return false
-		}
-	}
-	return true
 }

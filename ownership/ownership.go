@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -71,8 +73,12 @@ func (p Policy) ReservedBy(name string) (string, bool) {
 	return "", false
 }
 
-// CheckReserved refuses the Profile's namespace when its name is reserved.
+// CheckReserved refuses the Profile's namespace when its name is reserved, or when it cannot be
+// a namespace's name at all (see [CheckNamespaceName]). The runner calls it before any read.
 func (p Policy) CheckReserved(profile *profilev1.Profile) error {
+	if err := CheckNamespaceName(profile); err != nil {
+		return err
+	}
 	if pattern, ok := p.ReservedBy(profile.Name); ok {
 		return &NamespaceError{Namespace: profile.Name, Profile: profile.Name,
 			Rule: fmt.Sprintf("the namespace is reserved (it matches %q in the reserved namespaces), so no Profile may have it", pattern)}
@@ -80,16 +86,39 @@ func (p Policy) CheckReserved(profile *profilev1.Profile) error {
 	return nil
 }
 
+// CheckNamespaceName refuses a Profile whose name cannot name a namespace. A Profile is
+// cluster-scoped, so the API server accepts any DNS-1123 subdomain as its name (dots, up to 253
+// characters), while a namespace's name must be a DNS-1123 label (no dots, at most 63
+// characters). For a Profile such as "team.a" the namespace can never exist: reading it fails or
+// finds nothing on every call, and without this refusal the controller would retry with backoff
+// forever and never say why. The refusal is a [NamespaceError], so it is terminal and reported.
+func CheckNamespaceName(profile *profilev1.Profile) error {
+	msgs := validation.IsDNS1123Label(profile.Name)
+	if len(msgs) == 0 {
+		return nil
+	}
+	return &NamespaceError{Namespace: profile.Name, Profile: profile.Name,
+		Rule: fmt.Sprintf("a Profile's namespace has the Profile's name, and %q is no namespace name (validation.IsDNS1123Label: %s); "+
+			"delete the Profile and create it under a name of at most 63 lowercase letters, digits and '-'",
+			profile.Name, strings.Join(msgs, "; "))}
+}
+
 // Check returns a [NamespaceError] unless ns is profile's under the policy.
 func (p Policy) Check(profile *profilev1.Profile, ns *corev1.Namespace) error {
-	refuse := func(format string, args ...any) error {
-		return &NamespaceError{Namespace: ns.Name, Profile: profile.Name, Rule: fmt.Sprintf(format, args...)}
-	}
 	if ns.Name != profile.Name {
-		return refuse("a Profile's namespace has the Profile's name")
+		return &NamespaceError{Namespace: ns.Name, Profile: profile.Name, Rule: "a Profile's namespace has the Profile's name"}
 	}
 	if err := p.CheckReserved(profile); err != nil {
 		return err
+	}
+	return p.checkOwner(profile, ns)
+}
+
+// checkOwner is Check's rule of who a namespace is for, without the name and reserved checks:
+// the one rule [Policy.Claimable] asks too.
+func (p Policy) checkOwner(profile *profilev1.Profile, ns *corev1.Namespace) error {
+	refuse := func(format string, args ...any) error {
+		return &NamespaceError{Namespace: ns.Name, Profile: profile.Name, Rule: fmt.Sprintf(format, args...)}
 	}
 	if ref := metav1.GetControllerOf(ns); ref != nil {
 		if IsProfileRef(*ref) && profile.UID != "" && ref.UID == profile.UID {

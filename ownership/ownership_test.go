@@ -1,6 +1,7 @@
 package ownership_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,4 +98,38 @@ func TestReservedBy(t *testing.T) {
 	}
 	_, ok := p.ReservedBy("team-ab")
 	assert.False(t, ok)
+}
+
+// A Profile is cluster-scoped, so its name may hold dots and run to 253 characters; a namespace's
+// may not. Such a Profile's namespace can never exist, and every policy, the zero one included,
+// refuses it before any read, as a NamespaceError naming the rule: an input error, so the
+// controller reports it once instead of retrying forever.
+func TestCheckReservedRefusesAProfileNameThatCannotNameANamespace(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	for name, want := range map[string]string{
+		"team.a": "must not contain dots",
+		long:     "must be no more than 63 characters",
+		"a.b.c":  "must not contain dots",
+	} {
+		p := testProfile()
+		p.Name = name
+		for _, policy := range []ownership.Policy{{}, {RequireOwnerReference: true, Reserved: []string{"kubeflow"}}} {
+			err := policy.CheckReserved(p)
+			require.Error(t, err, name)
+			var nsErr *ownership.NamespaceError
+			require.ErrorAs(t, err, &nsErr, name)
+			assert.Equal(t, name, nsErr.Namespace)
+			assert.ErrorIs(t, err, ownership.ErrNamespaceRefused)
+			assert.ErrorIs(t, err, plugin.ErrInput, "a name that cannot be a namespace is not retried")
+			assert.Contains(t, err.Error(), "validation.IsDNS1123Label", name)
+			assert.Contains(t, err.Error(), want, name)
+			assert.Equal(t, err.Error(), ownership.CheckNamespaceName(p).Error(), "CheckReserved refuses it through CheckNamespaceName")
+		}
+	}
+	for _, name := range []string{"team-a", strings.Repeat("a", 63), "a", "0team"} {
+		p := testProfile()
+		p.Name = name
+		assert.NoError(t, ownership.Policy{}.CheckReserved(p), "%q is a namespace name", name)
+		assert.NoError(t, ownership.CheckNamespaceName(p), "%q is a namespace name", name)
+	}
 }

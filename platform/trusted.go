@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
@@ -44,7 +43,7 @@ func exceptionNamespaces(exceptions []config.L4Exception) []exceptionNamespace {
 			add(fmt.Sprintf("%s.namespaces[%d]", base, j), n)
 		}
 		for j, p := range e.Principals {
-			if n, _, err := principalParts("", p); err == nil {
+			if _, n, _, err := config.ParsePrincipal(p); err == nil {
 				add(fmt.Sprintf("%s.principals[%d]", base, j), n)
 			}
 		}
@@ -74,7 +73,7 @@ func readExceptionNamespaces(ctx context.Context, r client.Reader, exceptions []
 }
 
 // userControlled reports every trusted namespace that is a user's.
-func userControlled(rule config.NamespaceOwnership, trusted []trustedPrincipal, exceptions []exceptionNamespace) []Finding {
+func userControlled(rule ownership.Policy, trusted []trustedPrincipal, exceptions []exceptionNamespace) []Finding {
 	var out []Finding
 	for _, t := range trusted {
 		why, ok := usersNamespace(rule, t.ns)
@@ -111,19 +110,14 @@ func userControlled(rule config.NamespaceOwnership, trusted []trustedPrincipal, 
 
 const takeBack = "delete its Profile, or remove the Profile's owner reference, the owner annotation and the plugins' labels"
 
-// usersNamespace says why ns is a user's, if it is: the runner's own rule for a Profile's
-// namespace (ownership.Policy: a Profile as controller, or, when nothing controls it and
-// ownership allows it, the owner annotation), or the plugins' marks on its labels.
-func usersNamespace(rule config.NamespaceOwnership, ns *corev1.Namespace) (string, bool) {
+// usersNamespace says why ns is a user's, if it is: some Profile could have it under the
+// runner's own rule ([ownership.Policy.Claimable]), or the plugins have marked its labels.
+func usersNamespace(rule ownership.Policy, ns *corev1.Namespace) (string, bool) {
 	if ns == nil {
 		return "", false
 	}
-	ref := metav1.GetControllerOf(ns)
-	if ref != nil && ownership.IsProfileRef(*ref) {
-		return fmt.Sprintf("Profile %s controls it", ref.Name), true
-	}
-	if owner := ns.Annotations[ownership.OwnerAnnotation]; ref == nil && rule != config.OwnershipReference && owner != "" {
-		return fmt.Sprintf("its %q annotation is %q, so a Profile of that owner may have it", ownership.OwnerAnnotation, owner), true
+	if why, ok := rule.Claimable(ns); ok {
+		return why, true
 	}
 	if _, ok := ns.Annotations[plugin.LabelOwnersAnnotation]; ok {
 		return fmt.Sprintf("the plugins have labelled it: it has the annotation %s", plugin.LabelOwnersAnnotation), true

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -33,13 +32,13 @@ func podWithIP(namespace, name, sa, ip string) *corev1.Pod {
 	return pod
 }
 
-// FINDING 2 of attack2: an ipBlocks entry that holds a pod IP of the ingress gateway or of an
+// Finding 2 of internal/safety/FINDINGS-2.md: an ipBlocks entry that holds a pod IP of the ingress gateway or of an
 // onBehalfOfUser caller is reported, naming the entry and a pod; a caller admitted without the
 // header (the culler) is not a forwarder, and ipBlocks matter only in ambient mode.
 func TestCheckPlatformIPBlocksCoveringForwarders(t *testing.T) {
 	cfg := fixture.Config(t, "authorization: {l4Exceptions: [{ipBlocks: [10.42.7.0/24, 10.9.0.0/16], ports: [9091]}, {ipBlocks: ['fd00::/64']}]}\n")
 	c := healthyPlatform(t, cfg,
-		ingressPod(cfg, "10.42.7.15"),
+		ingressPod(t, cfg, "10.42.7.15"),
 		podWithIP("kubeflow", "ml-pipeline-ui-0", "ml-pipeline-ui", "10.9.1.1"),
 		podWithIP("kubeflow", "ml-pipeline-ui-1", "ml-pipeline-ui", "10.8.0.1"),
 		podWithIP("kubeflow", "notebook-controller-service-account-0", "notebook-controller-service-account", "10.42.7.16"))
@@ -64,7 +63,7 @@ func TestCheckPlatformIPBlocksCoveringForwarders(t *testing.T) {
 	assert.Empty(t, report.Findings, "the ztunnel policy, the only user of ipBlocks, is written in ambient mode only")
 }
 
-// FINDING 3 of attack2: the namespace of a platform caller, of the ingress gateway or of an L4
+// Finding 3 of internal/safety/FINDINGS-2.md: the namespace of a platform caller, of the ingress gateway or of an L4
 // exception is reported when it is a user's by the runner's own rule, or when the plugins have
 // labelled it; a namespace a non-Profile controls, or one with only the owner annotation under
 // namespaces.ownership: ownerReference, is not a Profile's.
@@ -98,7 +97,7 @@ func TestCheckPlatformTrustedNamespaceOfAUser(t *testing.T) {
 			kubeflow.Name, monitoring.Name = "kubeflow", "monitoring"
 			kubeflow.Labels = map[string]string{"istio.io/dataplane-mode": "ambient"}
 			kubeflow.ManagedFields, monitoring.ManagedFields = nil, nil
-			c := healthyPlatform(t, cfg, &corev1.Namespace{ObjectMeta: kubeflow}, &corev1.Namespace{ObjectMeta: monitoring}, ingressPod(cfg, "10.42.0.9"))
+			c := healthyPlatform(t, cfg, &corev1.Namespace{ObjectMeta: kubeflow}, &corev1.Namespace{ObjectMeta: monitoring}, ingressPod(t, cfg, "10.42.0.9"))
 			// The fake client keeps managedFields of its own; the API server's are read as they come.
 			withFields := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 				err := c.Get(ctx, key, obj, opts...)
@@ -140,7 +139,7 @@ func TestCheckPlatformTrustedNamespaceOfAUser(t *testing.T) {
 func TestCheckPlatformIngressNamespaceOfAUserAndReadErrors(t *testing.T) {
 	cfg := fixture.Config(t, "authorization: {l4Exceptions: [{principals: [cluster.local/ns/monitoring/sa/prometheus]}]}\n")
 	gateway := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system", Annotations: map[string]string{ownership.OwnerAnnotation: "mallory@example.com"}}}
-	c := healthyPlatform(t, cfg, gateway, ingressPod(cfg, "10.42.0.9"))
+	c := healthyPlatform(t, cfg, gateway, ingressPod(t, cfg, "10.42.0.9"))
 	report, err := platform.Check(context.Background(), c, cfg)
 	require.NoError(t, err)
 	require.Len(t, report.Findings, 1)
@@ -161,36 +160,40 @@ func TestCheckPlatformIngressNamespaceOfAUserAndReadErrors(t *testing.T) {
 	assert.EqualError(t, err, "L4 exception (authorization.l4Exceptions[0].principals[0]): reading Namespace monitoring: boom")
 }
 
-// FINDING 8 of attack2: without class defaults (and without the per-namespace patch) the check
-// reports, at a configured baseline, the lower-severity kind: Profiles that choose restricted
-// wait forever. Class defaults that set the seccomp profile, or the patch, clear it.
-func TestCheckPlatformWaypointUnderAProfileChosenRestricted(t *testing.T) {
-	cfg := config.Default()
-	c := healthyPlatform(t, cfg, ingressPod(cfg, "10.42.0.9"))
-	report, err := platform.Check(context.Background(), c, cfg)
+// The exception of the README's example, ipBlocks 10.42.7.0/24, is a node's pod range (k3s,
+// flannel): when the ingress gateway runs on that node, the exception admits it at L4, where
+// nobody checks the user-id header it forwards. Validation cannot know pod addresses; the check
+// reads them (finding 2 of internal/safety/FINDINGS-2.md).
+func TestCheckReportsAnIPBlockHoldingTheIngressGateway(t *testing.T) {
+	cfg := fixture.Config(t, "authorization: {l4Exceptions: [{ipBlocks: [10.42.7.0/24], ports: [9091]}]}\n")
+	report, err := platform.Check(context.Background(), healthyPlatform(t, cfg, ingressPod(t, cfg, "10.42.7.15")), cfg)
 	require.NoError(t, err)
-	assert.Empty(t, report.Findings, "the class defaults are there")
+	require.Len(t, report.Findings, 1, "the ingress gateway's pod 10.42.7.15 is in authorization.l4Exceptions[0].ipBlocks[0] 10.42.7.0/24")
+	assert.Equal(t, platform.FindingIPBlockCoversForwarder, report.Findings[0].Kind)
+	assert.Equal(t, platform.WhatIngressGateway, report.Findings[0].What)
+}
 
-	require.NoError(t, c.DeleteAllOf(context.Background(), &corev1.ConfigMap{}, client.InNamespace("istio-system")))
-	for _, level := range []psaapi.Level{psaapi.LevelBaseline, psaapi.LevelPrivileged} {
-		cfg.PodSecurity.Enforce.Level = level
-		report, err = platform.Check(context.Background(), c, cfg)
-		require.NoError(t, err)
-		assert.Equal(t, []platform.Finding{{Kind: platform.FindingWaypointCannotStartIfRestricted, What: platform.WhatWaypoint, Namespace: "istio-system",
-			Problem: "enforce is " + string(level) + ", but any Profile may choose restricted (and a stricter enforce label set by another writer is kept), " +
-				"and mesh.waypoint.seccompPatch is off, and no ConfigMap in namespace istio-system is labelled gateway.istio.io/defaults-for-class=istio-waypoint: " +
-				"in each such namespace Pod Security rejects the waypoint's pods, so it is never Programmed and the namespace waits for it forever",
-			Fix: "apply the class-defaults ConfigMap that `render -cluster` emits into namespace istio-system, or set mesh.waypoint.seccompPatch: true"}},
-			report.Findings, level)
-	}
-	cfg.PodSecurity.Enforce.Level = "restricted"
-	report, err = platform.Check(context.Background(), c, cfg)
+// A sidecar caller whose principal is in a Profile's namespace: reserving the namespace only makes
+// the runner refuse that Profile, and its owner keeps the namespace and can run pods as the
+// caller, which every user namespace admits at L4 (finding 3 of internal/safety/FINDINGS-2.md).
+func TestCheckReportsASidecarCallerInAProfilesNamespace(t *testing.T) {
+	cfg := fixture.Config(t, `authorization:
+  platformCallers:
+  - {name: notebook-controller, principal: cluster.local/ns/kubeflow/sa/notebook-controller-service-account, methods: [GET], paths: ["*/api/kernels"]}
+  - {name: batch-scraper, principal: cluster.local/ns/team-a/sa/default, dataPlane: sidecar}
+`)
+	userNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a",
+		Annotations: map[string]string{ownership.OwnerAnnotation: "mallory@example.com"},
+		Labels: map[string]string{"istio-injection": "enabled", "pod-security.kubernetes.io/enforce": "baseline",
+			"app.kubernetes.io/part-of": "kubeflow-profile"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: "team-a", UID: "u-1", Controller: ptr.To(true)}},
+	}}
+	pod := fixture.MeshPod("team-a", "default-0", "default", fixture.SidecarPod)
+	report, err := platform.Check(context.Background(), healthyPlatform(t, cfg, userNS, pod, ingressPod(t, cfg, "10.42.0.9")), cfg)
 	require.NoError(t, err)
 	require.Len(t, report.Findings, 1)
-	assert.Equal(t, platform.FindingWaypointCannotStart, report.Findings[0].Kind, "restricted configured: the full-severity kind")
-
-	cfg.Mesh.Waypoint.SeccompPatch = ptr.To(true)
-	report, err = platform.Check(context.Background(), c, cfg)
-	require.NoError(t, err)
-	assert.Empty(t, report.Findings, "the per-namespace patch makes every waypoint admissible")
+	f := report.Findings[0]
+	assert.Equal(t, platform.FindingTrustedNamespaceUserControlled, f.Kind)
+	assert.Equal(t, "batch-scraper", f.What)
+	assert.Contains(t, f.Problem, "namespace team-a is a user's (Profile team-a controls it)")
 }

@@ -12,7 +12,9 @@
 //   - sets istio.io/use-waypoint and istio.io/ingress-use-waypoint only once the Gateway reports
 //     Programmed=True for its current generation and has an address, and only while the owner
 //     policy, the ztunnel policy and the Gateway are intact (the waypoint checks requests against
-//     the owner policy alone), and until then says in the Result what it waits for;
+//     the owner policy alone), and until then says in the Result what it waits for; never while
+//     the namespace's istio.io/use-waypoint-namespace label names another namespace, whose
+//     waypoint would refuse it (that label is reported as an error);
 //   - sets istio-injection=disabled, so a namespace never carries sidecar injection and ambient
 //     enrolment at once (the profiles controller sets istio-injection=enabled at creation).
 //

@@ -195,7 +195,11 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	if detached != "" {
 		d.Waiting = append(d.Waiting, detached)
 	}
-	if ready, why := Ready(t.Observed, gw); ready && serve && detached == "" {
+	elsewhere := waypointElsewhere(t, gw.Name)
+	if elsewhere != nil {
+		d.Errors = append(d.Errors, elsewhere)
+	}
+	if ready, why := Ready(t.Observed, gw); ready && serve && detached == "" && elsewhere == nil {
 		d.Labels[label.IoIstioUseWaypoint.Name] = gw.Name
 		// Ready judged the Gateway by its observed status: a change written to it in this call
 		// makes that status the previous generation's.
@@ -303,7 +307,7 @@ func (p *Plugin) restrictedHint(t plugin.Target) string {
 	}
 	return fmt.Sprintf("; enforce is %q and mesh.waypoint.seccompPatch is off, so PodSecurity rejects the waypoint pods unless "+
 		"the waypoint class defaults ConfigMap (label %s=%s, seccompProfile RuntimeDefault) exists in namespace %s (Istio 1.26+): "+
-		"apply it with `go run ./examples/render -cluster | kubectl apply -f -`, or set mesh.waypoint.seccompPatch: true",
+		"apply it with `go run ./cmd/profile-plugins render -cluster | kubectl apply -f -`, or set mesh.waypoint.seccompPatch: true",
 		psaapi.LevelRestricted, ClassDefaultsLabel, p.cfg.Mesh.Waypoint.ClassName, p.cfg.Mesh.IstiodNamespace)
 }
 
@@ -362,6 +366,33 @@ func (p *Plugin) ownerPolicyDetached(obs plugin.Observed, gw *gatewayv1.Gateway)
 		return ""
 	}
 	return fmt.Sprintf("label %s withheld: AuthorizationPolicy %s is not attached to Gateway %s yet", label.IoIstioUseWaypoint.Name, owner.Name, gw.Name)
+}
+
+// waypointElsewhere refuses a namespace whose istio.io/use-waypoint-namespace label names another
+// namespace (or none). With the namespace's istio.io/use-waypoint, Istio then looks for the
+// waypoint in that namespace, not for this namespace's own (istio/istio
+// pilot/pkg/serviceregistry/ambient/waypoints.go, GetUseWaypoint; in older releases under
+// pilot/pkg/serviceregistry/kube/controller/ambient/), and attaches the
+// namespace only if that waypoint's listener allows routes from it, which a listener without
+// allowedRoutes, as istioctl and this plugin write it, does for its own namespace only
+// (makeWaypointSelector: NamespacesFromSame; AllowsAttachmentFromNamespace). So the namespace
+// gets no waypoint, ztunnel delivers straight to the pods, and the ztunnel policy, which admits
+// only this namespace's waypoint, refuses every request. A waypoint elsewhere that allows the
+// routes would get every request of the namespace without the owner's policy, and still not
+// reach the pods. Neither is what the plugin guarantees, so routing is withheld and the label is
+// reported; it is not the plugin's to remove (the profiles controller sets it from its
+// -waypoint-namespace flag). A Service's own label affects only that Service, which the
+// namespace's editors control anyway; the plugins do not read Services.
+func waypointElsewhere(t plugin.Target, waypoint string) error {
+	key := label.IoIstioUseWaypointNamespace.Name
+	other, set := t.Observed.Labels[key]
+	if !set || other == t.Namespace {
+		return nil
+	}
+	return fmt.Errorf("namespace label %s=%q names another namespace than %s: Istio would look for waypoint %s in %q, and a waypoint listener "+
+		"admits only its own namespace unless it sets allowedRoutes, so every request would go straight to the pods, where the ztunnel policy refuses it; "+
+		"%s and %s are withheld until the label is removed or names %s (the profiles controller sets it from -waypoint-namespace: leave that flag empty)",
+		key, other, t.Namespace, waypoint, other, label.IoIstioUseWaypoint.Name, label.IoIstioIngressUseWaypoint.Name, t.Namespace)
 }
 
 // attached says whether pol's targetRefs name the Gateway.

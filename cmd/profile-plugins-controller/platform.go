@@ -188,10 +188,12 @@ func platformNamespaces(cfg *config.Config) sets.Set[string] {
 	return out
 }
 
-// principalNamespace is the <namespace> of <trust domain>/ns/<namespace>/sa/<name>.
+// principalNamespace is the <namespace> of <trust domain>/ns/<namespace>/sa/<name>, "" when the
+// principal does not parse (validation has refused such a configuration already).
 func principalNamespace(principal string) string {
-	if parts := strings.Split(principal, "/"); len(parts) == 5 && parts[1] == "ns" {
-		return parts[2]
+	_, ns, _, err := config.ParsePrincipal(principal)
+	if err != nil {
+		return ""
 	}
-	return ""
+	return ns
 }

@@ -183,3 +183,36 @@ func TestEmptyListsRoundTrip(t *testing.T) {
 	assert.Empty(t, again.Authorization.PlatformCallers)
 	assert.Empty(t, again.Authorization.HealthPaths, string(out))
 }
+
+// A caller on behalf of users is refused on the sidecar data plane in ambient mode, also when a
+// valid sidecar-mode configuration is switched to ambient in Go.
+func TestOnBehalfOfUserCallerOnSidecarsIsRefusedInAmbient(t *testing.T) {
+	body := `authorization:
+  platformCallers:
+  - {name: pipelines-ui, principal: cluster.local/ns/kubeflow/sa/ml-pipeline-ui, dataPlane: sidecar, onBehalfOfUser: true}
+`
+	c, err := config.Parse([]byte(header + "mesh: {mode: sidecar}\n" + body))
+	require.NoError(t, err, "in sidecar mode every rule runs in the user pods' sidecars")
+	c.Mesh.Mode = config.ModeAmbient
+	assert.ErrorContains(t, c.Validate(), "authorization.platformCallers[0].dataPlane")
+	_, err = config.Parse([]byte(header + body))
+	assert.ErrorContains(t, err, "authorization.platformCallers[0].dataPlane")
+}
+
+// A caller that is not on behalf of users may not use the ingress gateway's or an on-behalf
+// caller's principal, on either data plane, and caller names are DNS labels, so no two differ by
+// case only.
+func TestCallersThatWouldOverlapAreRefused(t *testing.T) {
+	for name, callers := range map[string]string{
+		"ingress, sidecar":      "- {name: x, principal: cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account, dataPlane: sidecar}\n",
+		"ingress, ambient":      "- {name: x, principal: cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account}\n",
+		"pipelines-ui, sidecar": "- {name: ui, principal: cluster.local/ns/kubeflow/sa/ml-pipeline-ui, onBehalfOfUser: true}\n- {name: ui-l4, principal: cluster.local/ns/kubeflow/sa/ml-pipeline-ui, dataPlane: sidecar, ports: [3000]}\n",
+		"name by case":          "- {name: Katib, principal: cluster.local/ns/kubeflow/sa/katib-controller}\n",
+		"duplicate name":        "- {name: katib, principal: cluster.local/ns/kubeflow/sa/katib-controller}\n- {name: katib, principal: cluster.local/ns/kubeflow/sa/other, dataPlane: sidecar}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := config.Parse([]byte(header + "authorization:\n  platformCallers:\n" + strings.ReplaceAll("  "+callers, "\n-", "\n  -")))
+			assert.ErrorContains(t, err, "authorization.platformCallers[")
+		})
+	}
+}

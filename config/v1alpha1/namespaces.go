@@ -37,12 +37,3 @@ func (c *Config) ReservedNamespaces() []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
-
-// principalNamespace is the <namespace> of <trust domain>/ns/<namespace>/sa/<name>, or "".
-func principalNamespace(principal string) string {
-	parts := strings.Split(principal, "/")
-	if len(parts) != 5 || parts[1] != "ns" {
-		return ""
-	}
-	return parts[2]
-}

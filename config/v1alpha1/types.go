@@ -281,7 +281,9 @@ const (
 // PodSecurityOverride allows the profiles whose namespace's labels match NamespaceSelector a looser
 // enforce level. Only labels the admin controls may grant it: users cannot edit Namespaces in
 // Kubeflow, and the profiles controller copies the labels of its namespace-labels.yaml onto every
-// namespace.
+// namespace. Validation refuses keys whose value follows the Profile: kubernetes.io/metadata.name
+// (the API server sets it to the namespace's, that is the Profile's, name),
+// istio.io/use-waypoint-namespace and the labels the plugins write.
 type PodSecurityOverride struct {
 	// Profiles is refused by validation: a Profile's name is chosen by the user who registers it,
 	// so it cannot grant anything. The field stays so that such a configuration gets an error

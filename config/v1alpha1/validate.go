@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"istio.io/api/label"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -207,7 +208,7 @@ func (e L4Exception) validate(path *field.Path, headerOnly []headerOnly) field.E
 		}
 		errs = append(errs, dns1123Label(path.Child("namespaces").Index(i), ns)...)
 		for _, h := range headerOnly {
-			if hNS, _, ok := principalParts(h.principal); ok && ns == hNS {
+			if _, hNS, _, err := ParsePrincipal(h.principal); err == nil && ns == hNS {
 				errs = append(errs, field.Invalid(path.Child("namespaces").Index(i), ns, "the namespace of "+h.who+" "+bypass(h.who)))
 			}
 		}
@@ -240,7 +241,7 @@ func (e L4Exception) validate(path *field.Path, headerOnly []headerOnly) field.E
 		}
 		// serviceAccounts match in any trust domain, so the trust domain is not compared.
 		for _, h := range headerOnly {
-			if hNS, hSA, ok := principalParts(h.principal); ok && ns == hNS && name == hSA {
+			if _, hNS, hSA, err := ParsePrincipal(h.principal); err == nil && ns == hNS && name == hSA {
 				errs = append(errs, field.Invalid(p, sa, "the service account of "+h.who+" "+bypass(h.who)))
 			}
 		}
@@ -274,8 +275,10 @@ func (p *PodSecurity) validate(path *field.Path) field.ErrorList {
 
 // validateMatch accepts an override that matches on namespace labels only. Profile names are
 // refused: a user chooses the name at self-registration, so a pattern such as "gpu-*" (or an
-// exact name registered before the admin's team does) would hand a looser level to anyone.
-// Labels this library itself writes are refused in the selector too: they follow the Profile.
+// exact name registered before the admin's team does) would hand a looser level to anyone. For the
+// same reason the selector may not name a label that follows the Profile rather than the admin
+// (see [notSelectable]): one the API server or the profiles controller derives from the Profile's
+// name, or one this library itself writes.
 func (o PodSecurityOverride) validateMatch(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(o.Profiles) > 0 {
@@ -296,17 +299,64 @@ func (o PodSecurityOverride) validateMatch(path *field.Path) field.ErrorList {
 	} else if len(o.NamespaceSelector.MatchLabels) == 0 && len(o.NamespaceSelector.MatchExpressions) == 0 {
 		errs = append(errs, field.Invalid(sel, "{}", "an empty selector matches nothing here; name the admin's label"))
 	}
-	keys := slices.Sorted(maps.Keys(o.NamespaceSelector.MatchLabels))
-	for _, e := range o.NamespaceSelector.MatchExpressions {
-		keys = append(keys, e.Key)
+	for _, k := range slices.Sorted(maps.Keys(o.NamespaceSelector.MatchLabels)) {
+		if why, refused := notSelectable(k); refused {
+			errs = append(errs, field.Invalid(sel.Child("matchLabels").Key(k), k, why))
+		}
 	}
-	for _, k := range keys {
-		if strings.HasPrefix(k, "pod-security.kubernetes.io/") {
-			errs = append(errs, field.Invalid(sel, k,
-				"this label is written by the Pod Security plugin from what the Profile asks for, so matching on it lets the Profile choose; use a label only the admin sets"))
+	// Whatever the operator: NotIn or DoesNotExist on the name selects by name too.
+	for i, e := range o.NamespaceSelector.MatchExpressions {
+		if why, refused := notSelectable(e.Key); refused {
+			errs = append(errs, field.Invalid(sel.Child("matchExpressions").Index(i).Child("key"), e.Key, why))
 		}
 	}
 	return errs
+}
+
+// namespaceNameLabel is the label the API server sets on every namespace to its name (since
+// Kubernetes 1.22, immutable); a Profile's namespace has the Profile's name.
+const namespaceNameLabel = "kubernetes.io/metadata.name"
+
+// ownLabelPrefixes and ownLabels are the namespace label keys the plugins write: pss the Pod
+// Security labels, waypoint the data-plane and routing labels. Their values follow the Profile
+// (the level it asks for) and the namespace's enrolment (use-waypoint appears once its waypoint is
+// Programmed), not a choice the admin made for that namespace.
+var (
+	ownLabelPrefixes = []string{"pod-security.kubernetes.io/"}
+	ownLabels        = []string{
+		label.IoIstioDataplaneMode.Name, label.IoIstioUseWaypoint.Name, label.IoIstioIngressUseWaypoint.Name,
+		label.IoIstioRev.Name, "istio-injection",
+	}
+)
+
+// notSelectable says why a namespace label key may not select a Pod Security override, or false
+// when it may. Refused are the keys whose value a user who registers a Profile chooses, or that
+// follow the Profile rather than the admin:
+//   - kubernetes.io/metadata.name ([namespaceNameLabel]): the API server sets it to the
+//     namespace's name, which is the Profile's, so whoever registers that name first gets the level;
+//   - istio.io/use-waypoint-namespace: the profiles controller in ambient mode sets it to the
+//     Profile's name unless it runs with -waypoint-namespace (kubeflow/dashboard
+//     components/profile-controller/controllers/profile_controller.go,
+//     setNamespaceLabelsAndServiceMesh);
+//   - the labels the plugins write (pod-security.kubernetes.io/*, istio.io/dataplane-mode,
+//     istio.io/use-waypoint, istio.io/ingress-use-waypoint, istio.io/rev, istio-injection).
+//
+// The profiles controller derives no other label from the Profile: its other namespace labels
+// come, with fixed values, from its namespace-labels.yaml, which is the admin's, and the owner goes
+// into the "owner" annotation, which a selector cannot match.
+func notSelectable(key string) (string, bool) {
+	switch {
+	case key == namespaceNameLabel:
+		return "the API server sets this label on every namespace to its name, which is the Profile's name, and a user picks that name " +
+			"when registering, so whoever registers a matching Profile first gets the looser level; use a label only the admin sets", true
+	case key == label.IoIstioUseWaypointNamespace.Name:
+		return "the profiles controller in ambient mode sets this label to the Profile's name, which a user picks when registering, " +
+			"so the Profile would choose; use a label only the admin sets", true
+	case slices.ContainsFunc(ownLabelPrefixes, func(p string) bool { return strings.HasPrefix(key, p) }), slices.Contains(ownLabels, key):
+		return "this label is written by the plugins from what the Profile asks for and how far its namespace is enrolled, " +
+			"so matching on it lets the Profile choose; use a label only the admin sets", true
+	}
+	return "", false
 }
 
 func (n *Namespaces) validate(path *field.Path) field.ErrorList {
@@ -361,35 +411,27 @@ func ValidateTrustDomain(path *field.Path, td string) field.ErrorList {
 	return nil
 }
 
-// ValidatePrincipal checks an Istio principal <trust domain>/ns/<namespace>/sa/<service account>.
+// ValidatePrincipal checks an Istio principal <trust domain>/ns/<namespace>/sa/<service account>:
+// its form ([ParsePrincipal]), then the syntax of each part.
 func ValidatePrincipal(path *field.Path, p string) field.ErrorList {
 	if errs := ValidateIdentity(path, p); len(errs) > 0 {
 		return errs
 	}
-	parts := strings.Split(p, "/")
-	if len(parts) != 5 || parts[1] != "ns" || parts[3] != "sa" {
-		return field.ErrorList{field.Invalid(path, p, "must look like <trust domain>/ns/<namespace>/sa/<service account>")}
+	td, namespace, sa, err := ParsePrincipal(p)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, p, errPrincipalForm.Error())}
 	}
 	var errs field.ErrorList
-	if len(ValidateTrustDomain(path, parts[0])) > 0 {
-		errs = append(errs, field.Invalid(path, p, fmt.Sprintf("trust domain %q: lowercase letters, digits, '.', '-' and '_' only", parts[0])))
+	if len(ValidateTrustDomain(path, td)) > 0 {
+		errs = append(errs, field.Invalid(path, p, fmt.Sprintf("trust domain %q: lowercase letters, digits, '.', '-' and '_' only", td)))
 	}
-	if msgs := validation.IsDNS1123Label(parts[2]); len(msgs) > 0 {
+	if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(path, p, "namespace "+strings.Join(msgs, "; ")))
 	}
-	if msgs := validation.IsDNS1123Subdomain(parts[4]); len(msgs) > 0 {
+	if msgs := validation.IsDNS1123Subdomain(sa); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(path, p, "service account "+strings.Join(msgs, "; ")))
 	}
 	return errs
-}
-
-// principalParts splits <trust domain>/ns/<namespace>/sa/<service account>.
-func principalParts(p string) (namespace, serviceAccount string, ok bool) {
-	parts := strings.Split(p, "/")
-	if len(parts) != 5 || parts[1] != "ns" || parts[3] != "sa" {
-		return "", "", false
-	}
-	return parts[2], parts[4], true
 }
 
 func dns1123Label(path *field.Path, v string) field.ErrorList {

@@ -8,8 +8,8 @@ import (
 
 // Warnings lists what in a valid configuration the admin should know although it is allowed, each
 // naming the field path and value. Today: L4 exception ipBlocks wider than /16 (IPv4) or /48
-// (IPv6). examples/render prints them on standard error; a controller should log them at start,
-// as cmd/profile-plugins-controller does.
+// (IPv6). `profile-plugins render` prints them on standard error; a controller should log them
+// at start, as cmd/profile-plugins-controller does.
 func (c *Config) Warnings() []string {
 	var out []string
 	for i, e := range c.Authorization.L4Exceptions {

@@ -37,7 +37,7 @@ import (
 // block is `<!-- forkpatch:NAME -->`, then a ```go fence at the start of a line.
 var block = regexp.MustCompile("(?s)<!-- forkpatch:([a-z-]+) -->\n```go\n(.*?)```\n")
 
-// marker is a template line the README block of that name replaces.
+// marker is a template line the patch's block of that name replaces.
 var marker = regexp.MustCompile(`(?m)^//forkpatch:([a-z-]+)$`)
 
 // The stand-in's files, and where the overlay puts them inside this module.
@@ -46,24 +46,34 @@ var templates = map[string]string{
 	"main.go.tmpl":               "fork/main.go",
 }
 
-func readmeBlocks(t *testing.T, root string) map[string]string {
+// patchPage holds the complete patch; the README shows copies of some of its blocks.
+const patchPage = "docs/fork.md"
+
+// blocksOf returns the forkpatch blocks of one file of the module, by name.
+func blocksOf(t *testing.T, root, file string) map[string]string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	text, err := os.ReadFile(filepath.Join(root, file))
 	require.NoError(t, err)
 	blocks := map[string]string{}
-	for _, m := range block.FindAllStringSubmatch(string(readme), -1) {
-		require.NotContains(t, blocks, m[1], "README has two forkpatch:%s blocks", m[1])
+	for _, m := range block.FindAllStringSubmatch(string(text), -1) {
+		require.NotContains(t, blocks, m[1], "%s has two forkpatch:%s blocks", file, m[1])
 		blocks[m[1]] = m[2]
 	}
-	require.NotEmpty(t, blocks, "README has no forkpatch blocks")
 	return blocks
 }
 
-// The README's fork patch compiles, exactly as written, into the stand-in of the controller. The
-// stand-in exists only in a build overlay, and builds from the module cache only (GOPROXY=off).
-func TestReadmePatchCompiles(t *testing.T) {
+func patchBlocks(t *testing.T, root string) map[string]string {
+	t.Helper()
+	blocks := blocksOf(t, root, patchPage)
+	require.NotEmpty(t, blocks, "%s has no forkpatch blocks", patchPage)
+	return blocks
+}
+
+// The fork patch compiles, exactly as docs/fork.md writes it, into the stand-in of the controller.
+// The stand-in exists only in a build overlay, and builds from the module cache only (GOPROXY=off).
+func TestForkPatchCompiles(t *testing.T) {
 	root := golden.ModuleRoot(t)
-	blocks := readmeBlocks(t, root)
+	blocks := patchBlocks(t, root)
 	used := map[string]bool{}
 	replace := map[string]string{}
 	dir := t.TempDir()
@@ -73,7 +83,7 @@ func TestReadmePatchCompiles(t *testing.T) {
 		out := marker.ReplaceAllStringFunc(string(src), func(line string) string {
 			name := marker.FindStringSubmatch(line)[1]
 			b, ok := blocks[name]
-			if !assert.True(t, ok, "README has no forkpatch:%s block for %s", name, tmpl) {
+			if !assert.True(t, ok, "%s has no forkpatch:%s block for %s", patchPage, name, tmpl) {
 				return line
 			}
 			used[name] = true
@@ -84,7 +94,7 @@ func TestReadmePatchCompiles(t *testing.T) {
 		replace[filepath.Join(root, "internal", "forkpatch", target)] = file
 	}
 	for name := range blocks {
-		assert.True(t, used[name], "README block forkpatch:%s has no place in the stand-in", name)
+		assert.True(t, used[name], "%s block forkpatch:%s has no place in the stand-in", patchPage, name)
 	}
 	overlay, err := json.Marshal(map[string]any{"Replace": replace})
 	require.NoError(t, err)
@@ -102,14 +112,29 @@ func TestReadmePatchCompiles(t *testing.T) {
 			files = append(files, f+":\n"+numbered(string(data)))
 		}
 		sort.Strings(files)
-		t.Fatalf("the README's fork patch does not build:\n%s\n%s", out, strings.Join(files, "\n"))
+		t.Fatalf("the fork patch of %s does not build:\n%s\n%s", patchPage, out, strings.Join(files, "\n"))
 	}
 }
 
-// The README shows only public packages: a fork cannot import examples/ or internal/.
-func TestReadmeImportsOnlyPublicPackages(t *testing.T) {
-	for name, b := range readmeBlocks(t, golden.ModuleRoot(t)) {
-		for _, banned := range []string{"profile-plugins/examples", "profile-plugins/internal"} {
+// The README shows the wiring in short with copies of some blocks; each must be the patch's own,
+// byte for byte, so that what the README shows is what compiles.
+func TestReadmeBlocksAreThePatchs(t *testing.T) {
+	root := golden.ModuleRoot(t)
+	patch := patchBlocks(t, root)
+	readme := blocksOf(t, root, "README.md")
+	require.NotEmpty(t, readme, "the README shows no forkpatch block")
+	for name, b := range readme {
+		want, ok := patch[name]
+		if assert.True(t, ok, "README block forkpatch:%s is not in %s", name, patchPage) {
+			assert.Equal(t, want, b, "README block forkpatch:%s differs from %s", name, patchPage)
+		}
+	}
+}
+
+// The patch shows only public packages: a fork cannot import cmd/, examples/ or internal/.
+func TestForkPatchImportsOnlyPublicPackages(t *testing.T) {
+	for name, b := range patchBlocks(t, golden.ModuleRoot(t)) {
+		for _, banned := range []string{"profile-plugins/cmd", "profile-plugins/examples", "profile-plugins/internal"} {
 			assert.NotContains(t, b, banned, "forkpatch:%s", name)
 		}
 	}

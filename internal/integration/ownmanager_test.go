@@ -26,6 +26,9 @@ var applyAs = fixture.ApplyAs
 // added field is restored away in one call and reported with its path, the namespace stays
 // enrolled, and the next call writes nothing: the Gateway's listener defaults (allowedRoutes) and
 // the policies' annotations the server keeps are nobody's Apply fields, so they are no drift.
+// Its first case is finding 1b of internal/safety/FINDINGS-2.md on the real API server (there
+// TestAttackImpersonatedAuthzManagerNarrowsTheZtunnelPolicyOnTheAPIServer, which asserted only
+// that the namespace is not left both enrolled and narrowed).
 func TestContentAppliedUnderThePluginsOwnManagerIsRestoredOnTheAPIServer(t *testing.T) {
 	env := envtest.Start(t)
 	c := env.Client

@@ -1,0 +1,26 @@
+package preview
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/waypoint"
+)
+
+// ProgrammedGateway is the waypoint as it looks once istiod has programmed it: managed labels,
+// generation 1, Programmed=True for that generation and an address. In a cluster the status
+// comes from istiod; here it stands in for it.
+func ProgrammedGateway(cfg *config.Config, namespace string) *gatewayv1.Gateway {
+	gw := waypoint.Gateway(cfg, namespace)
+	gw.Generation = 1
+	gw.Labels[plugin.ManagedByLabel] = plugin.ManagedByValue
+	gw.Labels[plugin.PluginLabel] = waypoint.PluginName
+	gw.Status.Conditions = []metav1.Condition{{
+		Type: string(gatewayv1.GatewayConditionProgrammed), Status: metav1.ConditionTrue,
+		Reason: string(gatewayv1.GatewayReasonProgrammed), ObservedGeneration: 1,
+	}}
+	gw.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "waypoint." + namespace + ".svc"}}
+	return gw
+}

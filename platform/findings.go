@@ -1,0 +1,99 @@
+package platform
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FindingKind says what a platform finding is about; controllers count findings by kind.
+type FindingKind string
+
+const (
+	// FindingDataPlaneMismatch: a platform caller runs on another data plane than configured.
+	FindingDataPlaneMismatch FindingKind = "DataPlaneMismatch"
+	// FindingCallerNotInMesh: a platform caller's pods are in no mesh, so they carry no identity.
+	FindingCallerNotInMesh FindingKind = "CallerNotInMesh"
+	// FindingCallerNamespaceMissing: the namespace of a platform caller's principal does not exist.
+	FindingCallerNamespaceMissing FindingKind = "CallerNamespaceMissing"
+	// FindingIngressGatewayMissing: no pod runs as the configured ingress gateway principal.
+	FindingIngressGatewayMissing FindingKind = "IngressGatewayMissing"
+	// FindingWaypointCannotStart: istiod cannot make waypoint pods that the cluster admits.
+	FindingWaypointCannotStart FindingKind = "WaypointCannotStart"
+	// FindingWaypointCannotStartIfRestricted is the lower-severity form of WaypointCannotStart:
+	// the configured enforce level admits the waypoint's pods, but a namespace whose Profile
+	// chooses "restricted" (always allowed) would refuse them and wait forever.
+	FindingWaypointCannotStartIfRestricted FindingKind = "WaypointCannotStartIfRestricted"
+	// FindingTrustedNamespaceUserControlled: the namespace of a principal every user namespace
+	// trusts (a platform caller, the ingress gateway, an L4 exception) is a user's: a Profile
+	// controls it, it carries the owner annotation of one, or the plugins have labelled it.
+	FindingTrustedNamespaceUserControlled FindingKind = "TrustedNamespaceUserControlled"
+	// FindingIPBlockCoversForwarder: an L4 exception's ipBlocks entry holds a pod IP of the
+	// ingress gateway or of an onBehalfOfUser platform caller, which then reaches user pods
+	// without the user-id check.
+	FindingIPBlockCoversForwarder FindingKind = "IPBlockCoversForwarder"
+)
+
+// FindingKinds returns every kind, so that a metric can report zero for the absent ones.
+func FindingKinds() []FindingKind {
+	return []FindingKind{FindingDataPlaneMismatch, FindingCallerNotInMesh, FindingCallerNamespaceMissing,
+		FindingIngressGatewayMissing, FindingWaypointCannotStart, FindingWaypointCannotStartIfRestricted,
+		FindingTrustedNamespaceUserControlled, FindingIPBlockCoversForwarder}
+}
+
+// What names the ingress gateway, the waypoint and an L4 exception in a Finding
+// (callers go by their name).
+const (
+	WhatIngressGateway = "ingress-gateway"
+	WhatWaypoint       = "waypoint"
+	WhatL4Exception    = "l4-exception"
+)
+
+// Finding is one thing about the platform that breaks user namespaces, and its fix.
+type Finding struct {
+	Kind FindingKind `json:"kind"`
+	// What is the platform caller's name, WhatIngressGateway or WhatWaypoint.
+	What string `json:"what"`
+	// Namespace is where the subject lives: the caller's or the gateway's namespace, or istiod's
+	// for the waypoint's class defaults.
+	Namespace string `json:"namespace"`
+	// Principal is the caller's or the gateway's SPIFFE principal, when there is one.
+	Principal string `json:"principal,omitempty"`
+	// ConfigMap names the class-defaults ConfigMap (in Namespace) the finding is about, if any.
+	ConfigMap string `json:"configMap,omitempty"`
+	Problem   string `json:"problem"`
+	Fix       string `json:"fix"`
+}
+
+// Subject says what the finding is about, in words.
+func (f Finding) Subject() string {
+	parts := []string{"namespace " + f.Namespace}
+	if f.Principal != "" {
+		parts = append(parts, "principal "+f.Principal)
+	}
+	if f.ConfigMap != "" {
+		parts = append(parts, "ConfigMap "+f.ConfigMap)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// String is the finding on one line, for a log or an event.
+func (f Finding) String() string {
+	return fmt.Sprintf("%s: %s (%s): %s; fix: %s", f.Kind, f.What, f.Subject(), f.Problem, f.Fix)
+}
+
+// Report is what Check found; no findings means nothing it checks is broken.
+type Report struct {
+	Findings []Finding `json:"findings"`
+}
+
+// String is the report, one finding a line.
+func (r Report) String() string {
+	if len(r.Findings) == 0 {
+		return "platform check: no findings"
+	}
+	lines := []string{fmt.Sprintf("platform check: %d finding(s)", len(r.Findings))}
+	for _, f := range r.Findings {
+		lines = append(lines, "  "+f.String())
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,174 @@
+package dryrun_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/runner/dryrun"
+)
+
+func configMap(name string, labels map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, Labels: labels}}
+}
+
+func newFake(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+}
+
+func names(t *testing.T, c client.Reader) []string {
+	t.Helper()
+	list := &corev1.ConfigMapList{}
+	require.NoError(t, c.List(context.Background(), list, client.InNamespace("team")))
+	var out []string
+	for _, cm := range list.Items {
+		out = append(out, cm.Name)
+	}
+	return out
+}
+
+// An object created in the run is got and listed through the Client, and never persisted.
+func TestClientOverlaysACreatedObject(t *testing.T) {
+	ctx := context.Background()
+	c := newFake(t, configMap("kept", nil))
+	d := dryrun.NewClient(c, nil)
+
+	require.NoError(t, d.Create(ctx, configMap("made", map[string]string{plugin.PluginLabel: "authz"})))
+
+	got := &corev1.ConfigMap{}
+	require.NoError(t, d.Get(ctx, client.ObjectKey{Namespace: "team", Name: "made"}, got))
+	assert.Equal(t, "authz", got.Labels[plugin.PluginLabel])
+	assert.ElementsMatch(t, []string{"kept", "made"}, names(t, d))
+	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: "team", Name: "made"}, &corev1.ConfigMap{})),
+		"a dry-run create persisted the object")
+	assert.Equal(t, []string{"kept"}, names(t, c))
+
+	writes := d.Writes()
+	require.Len(t, writes, 1)
+	w := writes[0]
+	assert.Equal(t, "create", w.Verb)
+	assert.Equal(t, "authz", w.Plugin, "the plugin comes from the object's label when no field manager names it")
+	assert.Equal(t, "ConfigMap", w.GVK.Kind)
+	assert.Equal(t, "team", w.Namespace)
+	assert.Equal(t, "made", w.Name)
+	assert.Equal(t, plugin.Ref{GroupKind: w.GVK.GroupKind(), Name: "made"}, w.Ref())
+	assert.Nil(t, w.Before, "the object did not exist before")
+	require.NotNil(t, w.After)
+	assert.Equal(t, "made", w.After.GetName())
+}
+
+// A deleted object is gone from the run's Get and List, and still on the cluster.
+func TestClientOverlaysADeletedObject(t *testing.T) {
+	ctx := context.Background()
+	c := newFake(t, configMap("gone", nil), configMap("kept", nil))
+	d := dryrun.NewClient(c, nil)
+
+	require.NoError(t, d.Delete(ctx, configMap("gone", nil)))
+
+	err := d.Get(ctx, client.ObjectKey{Namespace: "team", Name: "gone"}, &corev1.ConfigMap{})
+	assert.True(t, apierrors.IsNotFound(err), "got %v", err)
+	assert.Equal(t, []string{"kept"}, names(t, d))
+	assert.ElementsMatch(t, []string{"gone", "kept"}, names(t, c), "a dry-run delete removed the object")
+
+	writes := d.Writes()
+	require.Len(t, writes, 1)
+	assert.Equal(t, "delete", writes[0].Verb)
+	require.NotNil(t, writes[0].Before)
+	assert.Equal(t, "gone", writes[0].Before.GetName())
+	assert.Nil(t, writes[0].After)
+}
+
+// An update is seen by the run's reads with its content, names the plugin of its field manager,
+// and leaves the cluster's object and resourceVersion as they were.
+func TestClientOverlaysAnUpdate(t *testing.T) {
+	ctx := context.Background()
+	c := newFake(t, configMap("cm", map[string]string{"a": "1"}))
+	d := dryrun.NewClient(c, nil)
+
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "team", Name: "cm"}, cm))
+	version := cm.ResourceVersion
+	cm.Labels = map[string]string{"a": "2"}
+	require.NoError(t, d.Update(ctx, cm, client.FieldOwner(plugin.FieldManager("pss"))))
+
+	got := &corev1.ConfigMap{}
+	require.NoError(t, d.Get(ctx, client.ObjectKey{Namespace: "team", Name: "cm"}, got))
+	assert.Equal(t, "2", got.Labels["a"])
+	persisted := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "team", Name: "cm"}, persisted))
+	assert.Equal(t, "1", persisted.Labels["a"])
+	assert.Equal(t, version, persisted.ResourceVersion)
+
+	writes := d.Writes()
+	require.Len(t, writes, 1)
+	assert.Equal(t, "update", writes[0].Verb)
+	assert.Equal(t, "pss", writes[0].Plugin)
+	assert.Equal(t, map[string]string{"a": "1"}, writes[0].Before.GetLabels())
+	assert.Equal(t, map[string]string{"a": "2"}, writes[0].After.GetLabels())
+}
+
+// A list with a label selector keeps only the run's objects the selector matches.
+func TestClientListAppliesTheSelectorToTheRunsObjects(t *testing.T) {
+	ctx := context.Background()
+	c := newFake(t)
+	d := dryrun.NewClient(c, nil)
+	require.NoError(t, d.Create(ctx, configMap("match", map[string]string{"x": "y"})))
+	require.NoError(t, d.Create(ctx, configMap("other", map[string]string{"x": "z"})))
+
+	list := &corev1.ConfigMapList{}
+	require.NoError(t, d.List(ctx, list, client.InNamespace("team"), client.MatchingLabels{"x": "y"}))
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, "match", list.Items[0].Name)
+	list = &corev1.ConfigMapList{}
+	require.NoError(t, d.List(ctx, list, client.InNamespace("elsewhere")))
+	assert.Empty(t, list.Items, "the run's objects are listed only in their namespace")
+}
+
+// reader stands for the runner's cache: reads go through it, not through the writing client.
+type reader struct {
+	client.Reader
+	gets int
+}
+
+func (r *reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.gets++
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func TestNewClientReadsThroughTheReaderOrTheClient(t *testing.T) {
+	ctx := context.Background()
+	c := newFake(t, configMap("cm", map[string]string{"a": "1"}))
+	key := client.ObjectKey{Namespace: "team", Name: "cm"}
+
+	got := &corev1.ConfigMap{}
+	require.NoError(t, dryrun.NewClient(c, nil).Get(ctx, key, got), "a nil reader reads through c")
+	assert.Equal(t, "1", got.Labels["a"])
+
+	r := &reader{Reader: c}
+	require.NoError(t, dryrun.NewClient(c, r).Get(ctx, key, &corev1.ConfigMap{}))
+	assert.Equal(t, 1, r.gets)
+}
+
+// Writes returns a copy: changing it changes nothing the Client keeps.
+func TestWritesReturnsACopy(t *testing.T) {
+	ctx := context.Background()
+	d := dryrun.NewClient(newFake(t), nil)
+	require.NoError(t, d.Create(ctx, configMap("cm", nil)))
+
+	first := d.Writes()
+	first[0].Verb = "changed"
+	assert.Equal(t, "create", d.Writes()[0].Verb)
+}
