@@ -87,10 +87,13 @@ func finalized(plugins []plugin.Plugin, ns *corev1.Namespace, profile *profilev1
 	return out
 }
 
-// dependants names, per object, the running pods that depend on it: those a data-plane label set
-// on ns captures, for each object the label requires, whoever set it, and those a PodProtector
-// names. obs.Pods are the pods as stillRunning presents them.
+// dependants names, per object, the running pods that depend on it: those a data-plane label the
+// plugin owns on ns captures, for each object the label requires, and those a PodProtector names.
+// A data-plane label only another writer set is that writer's business, as for the holds (see
+// holdDataPlane); when the runner's own managedFields cannot be read, every set label counts.
+// obs.Pods are the pods as stillRunning presents them.
 func dependants(plugins []plugin.Plugin, ns *corev1.Namespace, obs plugin.Observed) map[plugin.Ref][]string {
+	own := readLabelOwners(ns, plugins)
 	out := map[plugin.Ref][]string{}
 	add := func(ref plugin.Ref, names []string) {
 		for _, n := range names {
@@ -101,9 +104,10 @@ func dependants(plugins []plugin.Plugin, ns *corev1.Namespace, obs plugin.Observ
 	}
 	for _, p := range plugins {
 		if dp, ok := p.(plugin.DataPlane); ok {
+			owned := own.owned(p.Name())
 			for key, refs := range dp.DataPlaneLabels() {
 				value, set := ns.Labels[key]
-				if !set {
+				if !set || (own.err == nil && !owned[key]) {
 					continue
 				}
 				captured := dp.Captured(key, value, obs.Pods)

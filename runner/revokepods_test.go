@@ -291,3 +291,46 @@ func TestApplyKeepsAWantedZtunnelPolicyThatIsBeingDeleted(t *testing.T) {
 	assert.Contains(t, m.policy(ztunnelName).Finalizers, plugin.ProtectionFinalizer)
 	enrolled(t, m.labels())
 }
+
+// A data-plane label only another writer holds is that writer's business in Revoke: the runner
+// prunes its ztunnel policy and lets it go at once, rather than waiting, call after call, on pods
+// that label enrols. (Found by internal/safety: the finalizer kept the deleted policy for them,
+// and every Revoke deleted it again.)
+func TestRevokeReleasesTheZtunnelPolicyWhenOnlyAnotherWriterEnrolsThePods(t *testing.T) {
+	m := newMesh(t)
+	m.controlledByProfile()
+	m.enrol()
+	m.addPod("app", nil)
+	m.editNamespace("kubectl-label", func(n *corev1.Namespace) { delete(n.Labels, dataplaneMode) })
+	require.NoError(t, m.c.Apply(context.Background(), corev1ac.Namespace(ns).WithLabels(map[string]string{dataplaneMode: "ambient"}),
+		client.FieldOwner("gitops")))
+
+	res := m.runner.Revoke(context.Background(), testProfile())
+	require.NoError(t, res.Err())
+	assert.Empty(t, res.Waiting())
+	assert.Nil(t, m.policy(ztunnelName), "pruned and released")
+	assert.Equal(t, "ambient", m.labels()[dataplaneMode], "gitops's label stays")
+
+	m.writes = nil
+	require.NoError(t, m.runner.Revoke(context.Background(), testProfile()).Err())
+	assert.Empty(t, m.writes)
+}
+
+// Prune never deletes an object that is being deleted already: while a finalizer keeps it, each
+// call would otherwise send the same delete again.
+func TestAnObjectBeingDeletedIsNotDeletedAgain(t *testing.T) {
+	m := newMesh(t)
+	m.enrol()
+	owner := m.policy(ownerName)
+	owner.Finalizers = []string{"someone.example.com/audit"}
+	require.NoError(t, m.c.Update(context.Background(), owner, client.FieldOwner("someone")))
+	require.NoError(t, m.c.Delete(context.Background(), owner))
+	require.NotNil(t, m.policy(ownerName).DeletionTimestamp)
+
+	m.writes = nil
+	require.NoError(t, m.runner.Revoke(context.Background(), testProfile()).Err())
+	assert.NotContains(t, m.writes, "delete AuthorizationPolicy/"+ownerName)
+	m.writes = nil
+	require.NoError(t, m.runner.Revoke(context.Background(), testProfile()).Err())
+	assert.Empty(t, m.writes, "nothing left to do")
+}
