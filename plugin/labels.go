@@ -23,6 +23,12 @@ const (
 	// {"pss":["pod-security.kubernetes.io/enforce"]}. It only attributes: a key counts as a
 	// plugin's while LabelFieldManager owns both the label and the annotation in managedFields.
 	LabelOwnersAnnotation = "profile-plugins.kubeflow-ambient.io/label-owners"
+	// ProtectionFinalizer is set on the objects a data-plane label requires (see [DataPlane]) in a
+	// namespace the Profile controls. Garbage collection deletes the Profile's dependents all at
+	// once when the Profile goes, the ztunnel policy among them, while the pods it protects may
+	// still be terminating; the finalizer keeps the object until no such pod remains, and the
+	// runner removes it then.
+	ProtectionFinalizer = "profile-plugins.kubeflow-ambient.io/protects-pods"
 )
 
 // FieldManager is the server-side apply field manager of the named plugin.

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,8 +16,9 @@ import (
 )
 
 // decorate checks a plugin's objects and builds their apply bodies: managed labels, the Profile
-// as controller owner (when the Profile has a UID), no status, and the desired-hash annotation.
-func decorate(s *runtime.Scheme, p plugin.Plugin, t plugin.Target, objs []client.Object) ([]applyObject, error) {
+// as controller owner (when the Profile has a UID) and, for the objects in protect, with it
+// plugin.ProtectionFinalizer, no status, and the desired-hash annotation.
+func decorate(s *runtime.Scheme, p plugin.Plugin, t plugin.Target, objs []client.Object, protect map[plugin.Ref]bool) ([]applyObject, error) {
 	kinds := map[schema.GroupVersionKind]bool{}
 	for _, l := range p.Kinds() {
 		gvk, err := gvkFor(s, l)
@@ -74,6 +76,14 @@ func decorate(s *runtime.Scheme, p plugin.Plugin, t plugin.Target, objs []client
 				"controller":         true,
 				"blockOwnerDeletion": true,
 			}}
+			if protect[ref] {
+				// The owner reference is what lets garbage collection delete the object with the
+				// Profile; the finalizer keeps it until its pods are gone (see finalizer.go).
+				finalizers, _ := md["finalizers"].([]any)
+				if !slices.Contains(finalizers, any(plugin.ProtectionFinalizer)) {
+					md["finalizers"] = append(finalizers, plugin.ProtectionFinalizer)
+				}
+			}
 		}
 		out = append(out, applyObject{ref: ref, gvk: gvk, data: body})
 	}

@@ -37,7 +37,12 @@
 // rewrites and prunes none, and the next reconcile retries in order. [Runner.Revoke] runs the
 // other way round: routing labels first, then the objects behind them (none, if taking the labels
 // off failed), and data-plane labels and the objects pods depend on last, once no pod depends on
-// them (or left to garbage collection when the Profile controls the namespace).
+// them (a pod being deleted counts until its grace period ends). Pod Security labels
+// ([plugin.AdmissionGuard]) stay while pods run in a namespace that outlives its Profile. In a
+// namespace that goes away anyway (being deleted, or controlled by the Profile) nothing waits:
+// what pods depend on is left to the namespace's deletion, which removes pods first, and taken out
+// of garbage collection's hands; [plugin.ProtectionFinalizer] keeps the objects a data-plane label
+// requires there until their pods are gone (see finalizer.go).
 //
 // # Safety model: a label only where its protection stands
 //

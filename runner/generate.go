@@ -23,11 +23,12 @@ const maxGenerations = 4
 // completed state, until nothing new turns up, so every plugin decides on all of it.
 func (r *Runner) generate(ctx context.Context, res *Result, profile *profilev1.Profile, ns *corev1.Namespace, obs plugin.Observed, notServed unserved) ([]*planned, plugin.Observed, holds, error) {
 	read := reads{tried: map[plugin.Ref]bool{}}
+	protect := finalized(r.Plugins, ns, profile)
 	for round := 1; ; round++ {
 		held := holdDataPlane(r.Plugins, ns, obs)
 		obs.Held = held.all()
 		t := plugin.Target{Namespace: ns.Name, Owner: profile.Spec.Owner.Name, Profile: profile, Observed: obs}
-		plans := generateAll(r.Client.Scheme(), r.Plugins, res, t, notServed)
+		plans := generateAll(r.Client.Scheme(), r.Plugins, res, t, notServed, protect)
 		if r.APIReader == nil {
 			return plans, obs, held, nil
 		}
@@ -72,8 +73,9 @@ type applyObject struct {
 	rewritten bool
 }
 
-// generateAll runs every plugin's Generate and turns its objects into apply bodies.
-func generateAll(s *runtime.Scheme, plugins []plugin.Plugin, res *Result, t plugin.Target, notServed unserved) []*planned {
+// generateAll runs every plugin's Generate and turns its objects into apply bodies; those named in
+// protect carry plugin.ProtectionFinalizer (see finalized).
+func generateAll(s *runtime.Scheme, plugins []plugin.Plugin, res *Result, t plugin.Target, notServed unserved, protect map[plugin.Ref]bool) []*planned {
 	plans := make([]*planned, len(plugins))
 	for i, p := range plugins {
 		pl := &planned{plugin: p, res: &res.Plugins[i]}
@@ -81,7 +83,7 @@ func generateAll(s *runtime.Scheme, plugins []plugin.Plugin, res *Result, t plug
 		d, err := p.Generate(t)
 		if err == nil {
 			pl.desired = d
-			pl.objects, err = decorate(s, p, t, d.Objects)
+			pl.objects, err = decorate(s, p, t, d.Objects, protect)
 		}
 		if err != nil {
 			pl.failed = true

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubeflow-ambient/profile-plugins/internal/labelowners"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
@@ -122,4 +123,86 @@ func (h holds) waiting(pluginName string) []string {
 		out = append(out, h.waitingFor(pluginName, key))
 	}
 	return out
+}
+
+// admissionHolds are the admission labels (see plugin.AdmissionGuard) that Revoke keeps on the
+// namespace, per plugin, and the pods a surviving namespace keeps them for.
+type admissionHolds struct {
+	labels map[string]map[string]string // plugin -> label key -> value kept
+	pods   map[string][]string          // plugin -> pods waited for; none where the namespace is leaving
+}
+
+// holdAdmission decides which admission labels each AdmissionGuard keeps through Revoke. Where the
+// namespace is leaving (being deleted, or the Profile controls it and garbage collection takes it),
+// every such label the plugin owns stays, for the namespace's deletion to take: taking it off first
+// would leave the namespace admitting anything until then, and for good if the Profile was deleted
+// orphaning its dependents. Where the namespace stays, a label stays while the runner alone owns it
+// and Admitted names a pod; one another field manager owns too stays through that writer when the
+// runner lets go, so it needs no wait.
+func holdAdmission(plugins []plugin.Plugin, ns *corev1.Namespace, pods []corev1.Pod, leaving bool) admissionHolds {
+	h := admissionHolds{labels: map[string]map[string]string{}, pods: map[string][]string{}}
+	own := readLabelOwners(ns, plugins)
+	if own.err != nil {
+		return h // the label phase reports it and writes no label
+	}
+	managers := labelowners.Managers(ns)
+	for _, p := range plugins {
+		ag, ok := p.(plugin.AdmissionGuard)
+		if !ok {
+			continue
+		}
+		owned := own.owned(p.Name())
+		var admitted []string
+		if !leaving {
+			admitted = ag.Admitted(pods)
+			if len(admitted) == 0 {
+				continue
+			}
+		}
+		kept := map[string]string{}
+		for _, key := range ag.AdmissionLabels() {
+			value, set := ns.Labels[key]
+			if !owned[key] || !set || (!leaving && slices.ContainsFunc(managers[key], notTheRunners)) {
+				continue
+			}
+			kept[key] = value
+		}
+		if len(kept) == 0 {
+			continue
+		}
+		h.labels[p.Name()] = kept
+		h.pods[p.Name()] = admitted
+	}
+	return h
+}
+
+// notTheRunners reports whether a field manager is another writer's: neither LabelFieldManager nor
+// a plugin's (an earlier release labelled under each plugin's own manager).
+func notTheRunners(manager string) bool {
+	return manager != plugin.LabelFieldManager && !strings.HasPrefix(manager, plugin.FieldManagerPrefix)
+}
+
+// labelsOf is a copy of the plugin's kept admission labels, never nil.
+func (h admissionHolds) labelsOf(pluginName string) map[string]string {
+	out := maps.Clone(h.labels[pluginName])
+	if out == nil {
+		out = map[string]string{}
+	}
+	return out
+}
+
+// waiting says what the plugin's kept admission labels wait for, if anything.
+func (h admissionHolds) waiting(pluginName string) []string {
+	pods := h.pods[pluginName]
+	if len(pods) == 0 {
+		return nil
+	}
+	var kept []string
+	for _, key := range slices.Sorted(maps.Keys(h.labels[pluginName])) {
+		kept = append(kept, key+"="+h.labels[pluginName][key])
+	}
+	return []string{fmt.Sprintf("keeps %s while pods run in the namespace, which outlives its Profile: without them the API server "+
+		"would admit any pod the owners of these create next, privileged ones too (delete the pods, or take the labels over by "+
+		"applying them under your own field manager, kubectl apply --server-side, and the namespace keeps them); %d running pod(s): %s",
+		strings.Join(kept, ", "), len(pods), strings.Join(pods, ", "))}
 }

@@ -47,7 +47,7 @@ type mesh struct {
 	c      client.WithWatch
 	cfg    *config.Config
 	runner *runner.Runner
-	writes []string // "apply Kind/name", "update Kind/name", "delete Kind/name", "labels k1,k2"
+	writes []string // "apply Kind/name", "update Kind/name", "delete Kind/name", "patch Kind/name", "labels k1,k2"
 	// fail, when set, decides whether the next write fails before it reaches the server.
 	fail func(verb string, obj any) error
 	// apiReads lists the reads sent past the Reader when selectedWiring is on (see reads_test.go).
@@ -73,6 +73,9 @@ func newMesh(t *testing.T, objs ...client.Object) *mesh {
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			return m.write("delete", obj, func() error { return c.Delete(ctx, obj, opts...) })
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			return m.write("patch", obj, func() error { return c.Patch(ctx, obj, patch, opts...) })
 		},
 	})
 	m.configure(config.ModeAmbient)

@@ -54,6 +54,9 @@ func decidePrune(p *planned, obs plugin.Observed, held holds, wait bool) pruneDe
 			}
 			continue
 		}
+		if cur.GetDeletionTimestamp() != nil {
+			continue // being deleted already: deleting again writes and changes nothing
+		}
 		d.deletes = append(d.deletes, cur)
 	}
 	return d

@@ -136,12 +136,13 @@ func needsPods(plugins []plugin.Plugin, plans []*planned, t plugin.Target, ns *c
 }
 
 // revokeNeedsPods says whether Revoke, which takes every label and object down, has pods to wait
-// for: when a plugin holds data-plane labels or protects pods.
+// for: when a plugin holds data-plane labels, protects pods or guards admission (AdmissionGuard).
 func revokeNeedsPods(plugins []plugin.Plugin) bool {
 	for _, p := range plugins {
 		_, dp := p.(plugin.DataPlane)
 		_, pp := p.(plugin.PodProtector)
-		if dp || pp {
+		_, ag := p.(plugin.AdmissionGuard)
+		if dp || pp || ag {
 			return true
 		}
 	}

@@ -184,6 +184,9 @@ func TestMeshScenariosWithASelectedCacheAndAnAPIReader(t *testing.T) {
 		"AKeyAddedToTheWaypointPatchConfigMapIsRestoredAndReported":  TestAKeyAddedToTheWaypointPatchConfigMapIsRestoredAndReported,
 		"ForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint":     TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint,
 		"ForeignAllowAllPoliciesAreReported":                         TestForeignAllowAllPoliciesAreReported,
+		"RevokeKeepsPodSecurityWhilePodsRun":                         TestRevokeOfASurvivingNamespaceKeepsPodSecurityWhilePodsRun,
+		"RevokeKeepsAmbientForATerminatingPod":                       TestRevokeKeepsAmbientForATerminatingPodUntilItsGracePeriodEnds,
+		"ZtunnelPolicyDeletedWithTheProfileStays":                    TestAZtunnelPolicyDeletedWithTheProfileStaysUntilItsPodsAreGone,
 	} {
 		t.Run(name, scenario)
 	}

@@ -35,7 +35,7 @@ func Render(s *runtime.Scheme, plugins []plugin.Plugin, t plugin.Target) (*Rende
 	for _, p := range plugins {
 		res.Plugins = append(res.Plugins, PluginResult{Plugin: p.Name()})
 	}
-	plans := generateAll(s, plugins, res, t, nil)
+	plans := generateAll(s, plugins, res, t, nil, nil)
 	for _, p := range plans {
 		if p.failed {
 			return nil, res.Err()

@@ -131,9 +131,10 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 	// after the object phase, and go out in one write for every plugin.
 	r.writeObjects(ctx, ap, withdrawn)
 	r.writeLabels(ctx, ap.ns, ap.plans, wantedLabels(ap), res)
-	// Protection comes down last.
+	// Protection comes down last; what is being deleted goes once no pod depends on it.
 	if withdrawn {
 		r.pruneStale(ctx, ap)
 	}
+	r.releaseProtection(ctx, ap.ns, ap.plans, ap.obs, "")
 	return res
 }

@@ -109,6 +109,12 @@ func (w *world) foreignDelete(which string) error {
 		return errNotApplicable
 	}
 	w.must(w.store.Delete(w.ctx, obj))
+	// The runner's finalizer (plugin.ProtectionFinalizer) would keep the object while pods
+	// depend on it; this deleter means it gone and takes the finalizer off as well.
+	if err := w.store.Get(w.ctx, client.ObjectKeyFromObject(obj), obj); err == nil && len(obj.GetFinalizers()) > 0 {
+		obj.SetFinalizers(nil)
+		w.must(w.store.Update(w.ctx, obj, client.FieldOwner(kubectlEdit)))
+	}
 	w.t.Logf("  %s deleted %s", kubectlEdit, which)
 	return nil
 }

@@ -41,7 +41,8 @@ type Write struct {
 	Namespace, Name string
 	// Before is the object as the run saw it before this write, earlier dry-run writes of the
 	// same run included; nil when it did not exist. After is the object as the run sees it after
-	// this write; nil for a delete. It is the server's answer, except that the server answers
+	// this write; nil for a delete, and for a write that took the last finalizer off an object
+	// being deleted (which deletes it). It is the server's answer, except that the server answers
 	// every dry run against the persisted object, so when the run wrote the same object before
 	// (the namespace: one label apply per phase), the labels and field managers those
 	// earlier writes changed are composed in, as the real writes would compose.
@@ -157,9 +158,25 @@ func (d *Client) write(ctx context.Context, verb string, obj client.Object, mana
 		if after, err = toUnstructured(obj, key.gvk); err != nil {
 			return err
 		}
+		if d.deletedInRun(key) || after.GetDeletionTimestamp() != nil {
+			if len(after.GetFinalizers()) == 0 {
+				// The write took the last finalizer off an object being deleted (by this run's
+				// delete, which the server answered against the persisted object): the server
+				// deletes it, though it answers with the object.
+				after = nil
+			}
+		}
 	}
 	d.record(verb, key, pluginName, before, after, nil)
 	return nil
+}
+
+// deletedInRun reports whether this run deleted the object.
+func (d *Client) deletedInRun(key objectKey) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st, seen := d.state[key]
+	return seen && st == nil
 }
 
 // record keeps the write and what the run sees of the object after it. request is the body of an
