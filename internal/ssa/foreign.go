@@ -10,13 +10,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Unrecorded is the field manager ForeignFields names for meaning metadata that no managedFields
+// entry holds (see unrecordedMeaning): the API server recorded no writer for it.
+const Unrecorded = "a writer the API server did not record"
+
 // ForeignFields lists, per field manager other than manager's Apply, the content fields (spec,
-// data, binaryData and the meaning annotations) that field manager owns and manager's Apply entry
+// data, binaryData and the meaning metadata) that field manager owns and manager's Apply entry
 // does not: fields another writer added or took over. Each of them may change what a protective
-// object means (an AuthorizationPolicy's action, selector, targetRefs or dry-run; a Gateway's
-// listeners; another key in the waypoint's patch ConfigMap), and server-side apply cannot take
-// them away. Status writers (istiod on a Gateway) are not counted: they write a subresource.
-// Fields the API server defaulted belong to no manager and are not counted either. The result
+// object means (an AuthorizationPolicy's action, selector, targetRefs, dry-run or revision; a
+// Gateway's listeners or its istio.io keys; another key in the waypoint's patch ConfigMap), and
+// server-side apply cannot take them away. Status writers (istiod on a Gateway) are not counted:
+// they write a subresource. Fields the API server defaulted belong to no manager and are not
+// counted either; meaning metadata that no entry holds is listed under [Unrecorded]. The result
 // maps field manager to sorted paths; an Update under manager's own name is listed under it.
 //
 // body is the apply body about to be sent under manager, or nil when unknown. With it, a field
@@ -31,6 +36,9 @@ func ForeignFields(obj metav1.Object, manager string, body map[string]any) map[s
 		if extras := ApplyExtras(obj, manager, body); len(extras) > 0 {
 			out[manager] = extras
 		}
+	}
+	if keys := unrecordedMeaning(obj, body); len(keys) > 0 {
+		out[Unrecorded] = keys
 	}
 	if !slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
 		return e.Subresource == "" && (e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply)
@@ -72,6 +80,13 @@ func ForeignFields(obj metav1.Object, manager string, body map[string]any) map[s
 				}
 			}
 		}
+		for p := range own {
+			if field, key, ok := meaningKeyOf(p); ok {
+				if _, set := bodyMetadata(body, field)[key]; !set {
+					delete(own, p)
+				}
+			}
+		}
 	}
 	for m, paths := range foreign {
 		for p := range paths {
@@ -100,10 +115,12 @@ func contentPaths(fields map[string]any) map[string]bool {
 		}
 	}
 	md, _ := fields["f:metadata"].(map[string]any)
-	ann, _ := md["f:annotations"].(map[string]any)
-	for _, a := range meaningAnnotations {
-		if _, ok := ann["f:"+a]; ok {
-			paths["metadata.annotations."+a] = true
+	for _, field := range metadataMaps {
+		keys, _ := md["f:"+field].(map[string]any)
+		for k := range keys {
+			if key, ok := strings.CutPrefix(k, "f:"); ok && IsMeaningKey(key) {
+				paths[meaningPath(field, key)] = true
+			}
 		}
 	}
 	return paths
