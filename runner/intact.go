@@ -19,7 +19,8 @@ import (
 // plugin's own apply holds content the plugin does not set (see ssa.ForeignFields).
 
 // asItIs says why an observed object that is not written in this call does not protect ("" when
-// it does): it protects while it carries the plugin's labels and no other writer's spec fields.
+// it does): it protects while it carries the plugin's labels and no other writer's content (spec
+// fields, data keys, labels and annotations of Istio's domain).
 func asItIs(cur client.Object, pluginName string) string {
 	if !plugin.IsManagedBy(cur.GetLabels(), pluginName) {
 		return "exists and was made by " + (&ConflictError{ManagedBy: managedBy(cur.GetLabels())}).who()

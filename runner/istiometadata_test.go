@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 )
 
@@ -213,4 +214,37 @@ func TestIstioDomainMetadataOnThePatchConfigMapIsRestored(t *testing.T) {
 	restoredNotRouted(t, m.labels())
 	require.NoError(t, m.apply().Err())
 	enrolled(t, m.labels())
+}
+
+// Under a revision the waypoint's istio.io/rev is the configured one: another writer's value is
+// drift, restored to it. The policies stay global (authz's newPolicy says why), so an istio.io/rev
+// on one, even the configured revision, is not the plugin's and goes.
+func TestUnderARevisionTheWaypointKeepsItAndThePoliciesStayGlobal(t *testing.T) {
+	m := newMesh(t)
+	m.cfg.Mesh.Revision = "canary"
+	m.configure(config.ModeAmbient)
+	m.enrol()
+	require.Equal(t, "canary", m.gateway().Labels[revLabel])
+	require.NotContains(t, m.policy(ztunnelName).Labels, revLabel)
+	require.Equal(t, "canary", m.labels()[revLabel])
+
+	gw := m.gateway()
+	gw.Labels[revLabel] = "off"
+	require.NoError(t, m.c.Update(context.Background(), gw, client.FieldOwner(writerUpdate)))
+	pol := m.policy(ztunnelName)
+	pol.Labels[revLabel] = "canary"
+	require.NoError(t, m.c.Update(context.Background(), pol, client.FieldOwner(writerUpdate)))
+
+	res := m.apply()
+	require.NoError(t, res.Err())
+	assert.Equal(t, "canary", m.gateway().Labels[revLabel])
+	assert.NotContains(t, m.policy(ztunnelName).Labels, revLabel)
+	warnings := strings.Join(res.Warnings(), "\n")
+	assert.Contains(t, warnings, gatewayRef+" was changed by another writer (kubectl-edit set metadata.labels.istio.io/rev)")
+	assert.Contains(t, warnings, policyRefPrefix+ztunnelName+" was changed by another writer (kubectl-edit set metadata.labels.istio.io/rev)")
+	restoredNotRouted(t, m.labels())
+	m.program()
+	require.NoError(t, m.apply().Err())
+	enrolled(t, m.labels())
+	m.converged()
 }

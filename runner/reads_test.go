@@ -184,6 +184,8 @@ func TestMeshScenariosWithASelectedCacheAndAnAPIReader(t *testing.T) {
 		"AKeyAddedToTheWaypointPatchConfigMapIsRestoredAndReported":  TestAKeyAddedToTheWaypointPatchConfigMapIsRestoredAndReported,
 		"ForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint":     TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint,
 		"ForeignAllowAllPoliciesAreReported":                         TestForeignAllowAllPoliciesAreReported,
+		"IstioDomainMetadataOfAnotherWriterIsRestoredAndReported":    TestIstioDomainMetadataOfAnotherWriterIsRestoredAndReported,
+		"UnderARevisionTheWaypointKeepsItAndThePoliciesStayGlobal":   TestUnderARevisionTheWaypointKeepsItAndThePoliciesStayGlobal,
 	} {
 		t.Run(name, scenario)
 	}
