@@ -75,7 +75,13 @@ func ForeignFields(obj metav1.Object, manager string, body map[string]any) map[s
 			desired, _ := body[root].(map[string]any)
 			for p := range own {
 				rest, below := strings.CutPrefix(p, root+".")
-				if top, _, _ := strings.Cut(rest, "."); below && desired[top] == nil {
+				// The top field ends at its first '.' or at a list item's '[': listeners in
+				// spec.listeners[{"name":"mesh"}].port.
+				top := rest
+				if i := strings.IndexAny(rest, ".["); i >= 0 {
+					top = rest[:i]
+				}
+				if below && desired[top] == nil {
 					delete(own, p)
 				}
 			}
@@ -110,7 +116,17 @@ func contentPaths(fields map[string]any) map[string]bool {
 		// A bare node owns no field: it is what a writer's entry keeps once every field it set
 		// was taken over (the previous writer of an adopted policy). A field set atomically still
 		// shows as a leaf below it ("f:targetRefs": {}), so it is not skipped here.
-		if tree, ok := fields["f:"+root].(map[string]any); ok && len(tree) > 0 {
+		//
+		// The root's own marker ("." under "f:spec") says only that the root exists, which every
+		// body with that root wants too; the API server's before-first-apply entry (made when an
+		// object without managedFields is applied) holds it, and so may any writer that set the
+		// whole spec. What it holds below the root is counted.
+		tree, _ := fields["f:"+root].(map[string]any)
+		if _, marked := tree["."]; marked {
+			tree = maps.Clone(tree)
+			delete(tree, ".")
+		}
+		if len(tree) > 0 {
 			fieldPaths(root, tree, paths)
 		}
 	}
