@@ -81,6 +81,20 @@ func MissingMeaning(obj metav1.Object, body map[string]any) []string {
 // be named for them, and nothing proves they are the plugin's, so they are drift unless body sets
 // them to the value they have. With a nil body every such key counts.
 func unrecordedMeaning(obj metav1.Object, body map[string]any) []string {
+	// The keys in question first: in the steady state the body sets every meaning key the object
+	// has, and no managedFields need decoding.
+	var candidates []string
+	for _, field := range metadataMaps {
+		want := bodyMetadata(body, field)
+		for k, v := range metadataMap(obj, field) {
+			if w, ok := want[k]; IsMeaningKey(k) && (!ok || w != v) {
+				candidates = append(candidates, meaningPath(field, k))
+			}
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
 	held := map[string]bool{}
 	for _, e := range obj.GetManagedFields() {
 		if e.Subresource != "" || e.FieldsV1 == nil {
@@ -98,16 +112,8 @@ func unrecordedMeaning(obj metav1.Object, body map[string]any) []string {
 		}
 	}
 	var out []string
-	for _, field := range metadataMaps {
-		want := bodyMetadata(body, field)
-		for _, k := range slices.Sorted(maps.Keys(metadataMap(obj, field))) {
-			p := meaningPath(field, k)
-			if !IsMeaningKey(k) || held[p] {
-				continue
-			}
-			if v, ok := want[k]; ok && v == metadataMap(obj, field)[k] {
-				continue
-			}
+	for _, p := range candidates {
+		if !held[p] {
 			out = append(out, p)
 		}
 	}
