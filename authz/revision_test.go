@@ -34,4 +34,3 @@ func TestPoliciesCarryNoRevisionUnderARevision(t *testing.T) {
 		}
 	}
 }
-
