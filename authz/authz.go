@@ -31,6 +31,16 @@ var policyAPIVersion = istiosecurityv1.SchemeGroupVersion.String()
 // ztunnel; pilot/pkg/security/authz/builder/builder.go, isDryRun, makes it shadow rules in
 // proxies), so the value is part of the desired state: another writer's "true" is drift, restored
 // and reported.
+//
+// It carries no istio.io/rev, with or without mesh.revision, on purpose: istiod reads a policy
+// with that label only if the value is exactly its own revision, never a tag, and one without it
+// in every revision (istio/istio pkg/config/model.go, LabelsInRevision, the informer filter of
+// pilot/pkg/config/kube/crdclient/client.go and pilot/pkg/serviceregistry/ambient/ambientindex.go).
+// Labelled, the ztunnel policy would vanish from ztunnel whenever ztunnel's istiod is another
+// revision (ztunnel is upgraded on its own), and the policies of a namespace that moves to a new
+// revision would vanish from the pods still on the old one until they restart; mesh.revision may
+// also be a tag, which no istiod matches. Global, every revision enforces them. An istio.io/rev
+// another writer sets is drift like any key of Istio's domain.
 func newPolicy(name, namespace string, annotations map[string]string) *policyParts {
 	annotations[annotation.IoIstioDryRun.Name] = "false"
 	p := &policyParts{}

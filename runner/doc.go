@@ -54,15 +54,19 @@
 // intact. Intact means its meaning, not its bytes: the desired fields hold their values (enums
 // such as action: ALLOW are stated, not left to the zero value), and no other field manager owns
 // a content field the plugin does not set (an action, selector, targetRefs or extra rule on a
-// policy; a class, listener or infrastructure on a Gateway; a key of a ConfigMap's data; an
-// istio.io/dry-run annotation, which switches a policy off). An apply under the plugin's own
-// field manager name that adds such a field counts as another writer's: the API server ties no
-// identity to a manager name. Such drift is restored to exactly the desired spec in the same
-// call, with a warning naming the other manager, and a label already set stays only if the
-// restore succeeds; a label that is not a data-plane label (routing) is withheld for that call
-// even then, because the control plane may still run the changed version, and set again by the
-// next call. The same holds for an object the plugin judged ready by its status
-// ([plugin.Desired.ReadyFromStatus]) and the runner changed in the call.
+// policy; a class, listener or infrastructure on a Gateway; a key of a ConfigMap's data). Labels
+// and annotations of Istio's domain (istio.io/..., *.istio.io/...) are content too, kept exactly
+// as the plugin's object says: istiod reads them (istio.io/rev=off or istio.io/dry-run=true
+// switches a policy off; sidecar.istio.io/proxyImage on a Gateway picks the waypoint's image),
+// so one another writer adds, changes or removes is drift; internal/ssa lists what istiod reads
+// and why the domain is the rule. An apply under the plugin's own field manager name that adds
+// such a field counts as another writer's: the API server ties no identity to a manager name.
+// Such drift is restored to exactly the desired content in the same call, with a warning naming
+// the other manager (or saying that none was recorded: a removal leaves none), and a label
+// already set stays only if the restore succeeds; a label that is not a data-plane label
+// (routing) is withheld for that call even then, because the control plane may still run the
+// changed version, and set again by the next call. The same holds for an object the plugin
+// judged ready by its status ([plugin.Desired.ReadyFromStatus]) and the runner changed in the call.
 //
 // A label is withdrawn only when a requirement is really gone, broken, restored from drift in the
 // call, or the label is no longer wanted; never because a plugin's generation failed (its observed

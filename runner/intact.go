@@ -19,7 +19,8 @@ import (
 // plugin's own apply holds content the plugin does not set (see ssa.ForeignFields).
 
 // asItIs says why an observed object that is not written in this call does not protect ("" when
-// it does): it protects while it carries the plugin's labels and no other writer's spec fields.
+// it does): it protects while it carries the plugin's labels and no other writer's content (spec
+// fields, data keys, labels and annotations of Istio's domain).
 func asItIs(cur client.Object, pluginName string) string {
 	if !plugin.IsManagedBy(cur.GetLabels(), pluginName) {
 		return "exists and was made by " + (&ConflictError{ManagedBy: managedBy(cur.GetLabels())}).who()
@@ -36,28 +37,35 @@ func matches(cur client.Object, body map[string]any) bool {
 	return held
 }
 
-// ownManagerWarning is the warning for content an Apply under the plugin's own manager added or
-// changed: the extras, and, when no other writer is reported for the object, the first value that
-// differs from the body. It is "" when there is nothing, or when the observed object was written
-// from another body than the one about to be sent (the desired-hash annotation differs): the
-// plugin itself may then have set those fields, and the apply changes them silently, as any change
-// of the plugin's wish.
-func ownManagerWarning(ref plugin.Ref, cur client.Object, pluginName string, body map[string]any, foreign map[string][]string) string {
+// ownManagerWarnings are the warnings for changes that name no other field manager: meaning
+// metadata the body sets and someone removed (a removal leaves no manager behind), and content an
+// Apply under the plugin's own manager added or changed: the extras, and, when no other writer is
+// reported for the object, the first other value that differs from the body. There are none when
+// the observed object was written from another body than the one about to be sent (the
+// desired-hash annotation differs): the plugin itself may then have set or left out those fields,
+// and the apply changes them silently, as any change of the plugin's wish.
+func ownManagerWarnings(ref plugin.Ref, cur client.Object, pluginName string, body map[string]any, foreign map[string][]string) []string {
 	want := (&unstructured.Unstructured{Object: body}).GetAnnotations()[plugin.DesiredHashAnnotation]
 	if want == "" || cur.GetAnnotations()[plugin.DesiredHashAnnotation] != want {
-		return ""
+		return nil
+	}
+	var out []string
+	missing := ssa.MissingMeaning(cur, body)
+	if len(missing) > 0 {
+		out = append(out, fmt.Sprintf("%s lost %s to another writer (the API server records no field manager for a removal); restoring the desired spec",
+			ref, strings.Join(missing, ", ")))
 	}
 	paths := ssa.ApplyExtras(cur, plugin.FieldManager(pluginName), body)
 	if len(withoutManager(foreign, plugin.FieldManager(pluginName))) == 0 {
-		if held, at, err := ssa.Holds(cur, body); err == nil && !held {
+		if held, at, err := ssa.Holds(cur, ssa.WithoutMeaning(body, missing)); err == nil && !held {
 			paths = append(paths, strings.TrimPrefix(at, "."))
 		}
 	}
-	if len(paths) == 0 {
-		return ""
+	if len(paths) > 0 {
+		out = append(out, fmt.Sprintf("%s was changed by a writer using the plugin's own field manager %s (set %s); restoring the desired spec",
+			ref, plugin.FieldManager(pluginName), strings.Join(paths, ", ")))
 	}
-	return fmt.Sprintf("%s was changed by a writer using the plugin's own field manager %s (set %s); restoring the desired spec",
-		ref, plugin.FieldManager(pluginName), strings.Join(paths, ", "))
+	return out
 }
 
 // restoresDrift reports whether writing body over cur undoes another writer's change, rather

@@ -115,9 +115,7 @@ func decideWrite(p *planned, ao *applyObject, cur client.Object, adoptable bool)
 	if others := withoutManager(s.foreign, plugin.FieldManager(name)); len(others) > 0 && !adopted {
 		s.warnings = append(s.warnings, fmt.Sprintf("%s was changed by another writer (%s); restoring the desired spec", ao.ref, describeForeign(others)))
 	}
-	if w := ownManagerWarning(ao.ref, cur, name, body, s.foreign); w != "" {
-		s.warnings = append(s.warnings, w)
-	}
+	s.warnings = append(s.warnings, ownManagerWarnings(ao.ref, cur, name, body, s.foreign)...)
 	s.restored = restoresDrift(cur, name, body, s.foreign)
 	s.rewritten = slices.Contains(p.desired.ReadyFromStatus, ao.ref)
 	return s

@@ -187,6 +187,8 @@ func TestMeshScenariosWithASelectedCacheAndAnAPIReader(t *testing.T) {
 		"RevokeKeepsPodSecurityWhilePodsRun":                         TestRevokeOfASurvivingNamespaceKeepsPodSecurityWhilePodsRun,
 		"RevokeKeepsAmbientForATerminatingPod":                       TestRevokeKeepsAmbientForATerminatingPodUntilItsGracePeriodEnds,
 		"ZtunnelPolicyDeletedWithTheProfileStays":                    TestAZtunnelPolicyDeletedWithTheProfileStaysUntilItsPodsAreGone,
+		"IstioDomainMetadataOfAnotherWriterIsRestoredAndReported":    TestIstioDomainMetadataOfAnotherWriterIsRestoredAndReported,
+		"UnderARevisionTheWaypointKeepsItAndThePoliciesStayGlobal":   TestUnderARevisionTheWaypointKeepsItAndThePoliciesStayGlobal,
 	} {
 		t.Run(name, scenario)
 	}

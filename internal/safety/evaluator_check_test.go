@@ -99,6 +99,7 @@ func TestEvaluatorJudgesTheWaypoint(t *testing.T) {
 		return snapshot{gateways: map[string]*gatewayv1.Gateway{waypointName: g}}
 	}
 	assert.Empty(t, gw(func(*gatewayv1.Gateway) {}).waypointProblem(waypointName))
+	assert.Empty(t, gw(func(g *gatewayv1.Gateway) { g.Labels["istio.io/waypoint-for"] = "service" }).waypointProblem(waypointName))
 	for name, mutate := range map[string]func(*gatewayv1.Gateway){
 		"not Programmed":                     func(g *gatewayv1.Gateway) { g.Status.Conditions[0].Status = metav1.ConditionFalse },
 		"Programmed for an older generation": func(g *gatewayv1.Gateway) { g.Status.Conditions[0].ObservedGeneration = 1 },
@@ -107,6 +108,9 @@ func TestEvaluatorJudgesTheWaypoint(t *testing.T) {
 		"another class":                      func(g *gatewayv1.Gateway) { g.Spec.GatewayClassName = "istio" },
 		"another listener":                   func(g *gatewayv1.Gateway) { g.Spec.Listeners[0].Port = 80 },
 		"made by someone else":               func(g *gatewayv1.Gateway) { g.Labels = nil },
+		"labelled istio.io/rev=off":          func(g *gatewayv1.Gateway) { g.Labels["istio.io/rev"] = "off" },
+		"for no traffic":                     func(g *gatewayv1.Gateway) { g.Labels["istio.io/waypoint-for"] = "none" },
+		"another proxy image":                func(g *gatewayv1.Gateway) { g.Annotations = map[string]string{"sidecar.istio.io/proxyImage": "x"} },
 	} {
 		assert.NotEmpty(t, gw(mutate).waypointProblem(waypointName), name)
 	}
@@ -128,4 +132,36 @@ func TestEvaluatorCoverage(t *testing.T) {
 	assert.True(t, s.covered(bare))
 	s.labels[labelDataplane] = "none"
 	assert.False(t, s.covered(bare))
+}
+
+// Istio's own metadata on a protective object is part of what it does: a key of the domain the
+// library does not document, or another value, makes the object not protect; other metadata and a
+// documented key left out (Istio's default) do not.
+func TestEvaluatorJudgesIstioMetadata(t *testing.T) {
+	for _, c := range []struct {
+		name                string
+		labels, annotations map[string]string
+		intact              bool
+	}{
+		{"as documented", nil, map[string]string{"istio.io/dry-run": "false"}, true},
+		{"dry-run left to its default", nil, nil, true},
+		{"other metadata", map[string]string{"team": "ml", "istio-injection": "enabled"}, map[string]string{"example.com/istio.io": "x"}, true},
+		{"istio.io/rev=off: istiod ignores it", map[string]string{"istio.io/rev": "off"}, nil, false},
+		{"istio.io/rev=default, which some istiod reads but not every one", map[string]string{"istio.io/rev": "default"}, nil, false},
+		{"dry-run", nil, map[string]string{"istio.io/dry-run": "true"}, false},
+		{"a key of a sub-domain", nil, map[string]string{"security.istio.io/anything": "x"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := policyWith(t, ztunnelPolicy, "authz", compact(wantZtunnel()))
+			for k, v := range c.labels {
+				p.Labels[k] = v
+			}
+			p.Annotations = c.annotations
+			s := snapshot{policies: map[string]*istiosecurityv1.AuthorizationPolicy{ztunnelPolicy: p}}
+			assert.Equal(t, c.intact, s.ztunnelProblem() == "", s.ztunnelProblem())
+		})
+	}
+	assert.False(t, istioDomain("istio.io.example.com/rev"))
+	assert.False(t, istioDomain("istio.io"))
+	assert.True(t, istioDomain("sidecar.istio.io/proxyImage"))
 }

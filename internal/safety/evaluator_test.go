@@ -270,15 +270,61 @@ func compact(m map[string]any) string {
 	return string(data)
 }
 
+// Istio's own metadata. istiod reads labels and annotations of its domain (a key whose prefix is
+// istio.io or ends in .istio.io) on the objects it consumes: istio.io/rev on a policy that is not
+// istiod's revision makes istiod ignore it, istio.io/dry-run "true" makes it shadow-only, and
+// istiod copies a waypoint Gateway's metadata onto the waypoint's pods (sidecar.istio.io/*,
+// proxy.istio.io/config, ...). The library documents what it puts there: istio.io/dry-run "false"
+// on each policy and istio.io/waypoint-for "service" on the waypoint, no revision in this world.
+// An object that carries any other key of the domain, or another value, may be switched off or
+// rebuilt by it, so it does not protect. A documented key that is missing means Istio's default,
+// which is the same (enforced; service traffic).
+var (
+	policyIstioLabels      = map[string]string{}
+	policyIstioAnnotations = map[string]string{"istio.io/dry-run": "false"}
+	gatewayIstioLabels     = map[string]string{"istio.io/waypoint-for": "service"}
+	gatewayIstioAnnotation = map[string]string{}
+)
+
+func istioDomain(key string) bool {
+	i := strings.Index(key, "/")
+	if i < 0 {
+		return false
+	}
+	prefix := key[:i]
+	return prefix == "istio.io" || strings.HasSuffix(prefix, ".istio.io")
+}
+
+// foreignIstioMetadata lists the Istio-domain labels and annotations that differ from the
+// documented ones ("" when none).
+func foreignIstioMetadata(labels, annotations, wantLabels, wantAnnotations map[string]string) string {
+	var out []string
+	for _, kind := range []struct {
+		name       string
+		have, want map[string]string
+	}{{"label", labels, wantLabels}, {"annotation", annotations, wantAnnotations}} {
+		for _, k := range slices.Sorted(maps.Keys(kind.have)) {
+			if want, documented := kind.want[k]; istioDomain(k) && (!documented || want != kind.have[k]) {
+				out = append(out, fmt.Sprintf("%s %s=%q", kind.name, k, kind.have[k]))
+			}
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // policyProblem says why the policy is not the intact, managed one wanted ("" when it is).
-// Intact is about meaning: the action must be ALLOW (written or left to its default), and
-// everything else (selector, targetRefs, provider, rules) exactly as wanted.
+// Intact is about meaning: the action must be ALLOW (written or left to its default), everything
+// else (selector, targetRefs, provider, rules) exactly as wanted, and no Istio metadata but the
+// documented one.
 func policyProblem(p *istiosecurityv1.AuthorizationPolicy, plugin string, wants ...map[string]any) string {
 	if p == nil {
 		return "missing"
 	}
 	if !managedByPlugin(p.Labels, plugin) {
 		return fmt.Sprintf("not managed by plugin %s (labels %s)", plugin, formatLabels(p.Labels))
+	}
+	if f := foreignIstioMetadata(p.Labels, p.Annotations, policyIstioLabels, policyIstioAnnotations); f != "" {
+		return "marked with Istio metadata istiod reads: " + f
 	}
 	got := toJSONMap(&p.Spec)
 	if got["action"] == "ALLOW" {
@@ -308,8 +354,9 @@ func (s snapshot) ownerProblem(owners []string) string {
 	return policyProblem(s.policies[ownerPolicy], "authz", wants...)
 }
 
-// waypointProblem: the waypoint is the managed, intact Gateway and istiod reports it Programmed
-// for its current generation with an address (istio-ambient.md, "Readiness").
+// waypointProblem: the waypoint is the managed, intact Gateway (its spec and its Istio metadata as
+// documented) and istiod reports it Programmed for its current generation with an address
+// (istio-ambient.md, "Readiness").
 func (s snapshot) waypointProblem(name string) string {
 	g := s.gateways[name]
 	switch {
@@ -317,6 +364,9 @@ func (s snapshot) waypointProblem(name string) string {
 		return "waypoint " + name + " missing"
 	case !managedByPlugin(g.Labels, "waypoint"):
 		return fmt.Sprintf("waypoint %s not managed by plugin waypoint (labels %s)", name, formatLabels(g.Labels))
+	}
+	if f := foreignIstioMetadata(g.Labels, g.Annotations, gatewayIstioLabels, gatewayIstioAnnotation); f != "" {
+		return fmt.Sprintf("waypoint %s marked with Istio metadata istiod reads: %s", name, f)
 	}
 	if got := toJSONMap(&g.Spec); !reflect.DeepEqual(got, wantGateway()) {
 		return fmt.Sprintf("waypoint %s spec is %s, want %s", name, compact(got), compact(wantGateway()))

@@ -22,7 +22,7 @@ import (
 // entry that the body about to be sent does not set was added by someone else, or is left from a
 // body no longer sent. Either way it must go.
 
-// ApplyExtras lists the content fields (spec, data, binaryData and the meaning annotations) that
+// ApplyExtras lists the content fields (spec, data, binaryData and the meaning metadata) that
 // manager's Apply entry in obj's managedFields holds and body does not set, as sorted paths
 // ("spec.selector"), each cut at the first element body lacks. An entry that cannot be decoded
 // counts as holding its whole content: an unreadable ownership is no proof of intactness.
@@ -52,6 +52,9 @@ func extras(obj metav1.Object, manager string, body map[string]any, applyOnly bo
 				continue
 			}
 			if n := resolved(body, p); n < len(p) {
+				if isMeaningPath(p) {
+					n = len(p) - 1 // a key is set or not: name the key, not the map the body lacks
+				}
 				seen[pathString(p[:n+1])] = true
 			}
 		}
@@ -65,17 +68,19 @@ func extras(obj metav1.Object, manager string, body map[string]any, applyOnly bo
 	})
 }
 
-// isContentPath reports whether p is under a content root or is a meaning annotation.
+// isContentPath reports whether p is under a content root or is a meaning label or annotation.
 func isContentPath(p fieldpath.Path) bool {
 	if len(p) == 0 || p[0].FieldName == nil {
 		return false
 	}
-	if slices.Contains(contentRoots, *p[0].FieldName) {
-		return true
-	}
-	return len(p) == 3 && *p[0].FieldName == "metadata" &&
-		p[1].FieldName != nil && *p[1].FieldName == "annotations" &&
-		p[2].FieldName != nil && slices.Contains(meaningAnnotations, *p[2].FieldName)
+	return slices.Contains(contentRoots, *p[0].FieldName) || isMeaningPath(p)
+}
+
+// isMeaningPath reports whether p is a meaning label or annotation.
+func isMeaningPath(p fieldpath.Path) bool {
+	return len(p) == 3 && p[0].FieldName != nil && *p[0].FieldName == "metadata" &&
+		p[1].FieldName != nil && slices.Contains(metadataMaps, *p[1].FieldName) &&
+		p[2].FieldName != nil && IsMeaningKey(*p[2].FieldName)
 }
 
 // resolved is how many leading elements of p name a value in body.

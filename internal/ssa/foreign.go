@@ -10,13 +10,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Unrecorded is the field manager ForeignFields names for meaning metadata that no managedFields
+// entry holds (see unrecordedMeaning): the API server recorded no writer for it.
+const Unrecorded = "a writer the API server did not record"
+
 // ForeignFields lists, per field manager other than manager's Apply, the content fields (spec,
-// data, binaryData and the meaning annotations) that field manager owns and manager's Apply entry
+// data, binaryData and the meaning metadata) that field manager owns and manager's Apply entry
 // does not: fields another writer added or took over. Each of them may change what a protective
-// object means (an AuthorizationPolicy's action, selector, targetRefs or dry-run; a Gateway's
-// listeners; another key in the waypoint's patch ConfigMap), and server-side apply cannot take
-// them away. Status writers (istiod on a Gateway) are not counted: they write a subresource.
-// Fields the API server defaulted belong to no manager and are not counted either. The result
+// object means (an AuthorizationPolicy's action, selector, targetRefs, dry-run or revision; a
+// Gateway's listeners or its istio.io keys; another key in the waypoint's patch ConfigMap), and
+// server-side apply cannot take them away. Status writers (istiod on a Gateway) are not counted:
+// they write a subresource. Fields the API server defaulted belong to no manager and are not
+// counted either; meaning metadata that no entry holds is listed under [Unrecorded]. The result
 // maps field manager to sorted paths; an Update under manager's own name is listed under it.
 //
 // body is the apply body about to be sent under manager, or nil when unknown. With it, a field
@@ -31,6 +36,9 @@ func ForeignFields(obj metav1.Object, manager string, body map[string]any) map[s
 		if extras := ApplyExtras(obj, manager, body); len(extras) > 0 {
 			out[manager] = extras
 		}
+	}
+	if keys := unrecordedMeaning(obj, body); len(keys) > 0 {
+		out[Unrecorded] = keys
 	}
 	if !slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool {
 		return e.Subresource == "" && (e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply)
@@ -67,7 +75,20 @@ func ForeignFields(obj metav1.Object, manager string, body map[string]any) map[s
 			desired, _ := body[root].(map[string]any)
 			for p := range own {
 				rest, below := strings.CutPrefix(p, root+".")
-				if top, _, _ := strings.Cut(rest, "."); below && desired[top] == nil {
+				// The top field ends at its first '.' or at a list item's '[': listeners in
+				// spec.listeners[{"name":"mesh"}].port.
+				top := rest
+				if i := strings.IndexAny(rest, ".["); i >= 0 {
+					top = rest[:i]
+				}
+				if below && desired[top] == nil {
+					delete(own, p)
+				}
+			}
+		}
+		for p := range own {
+			if field, key, ok := meaningKeyOf(p); ok {
+				if _, set := bodyMetadata(body, field)[key]; !set {
 					delete(own, p)
 				}
 			}
@@ -95,15 +116,27 @@ func contentPaths(fields map[string]any) map[string]bool {
 		// A bare node owns no field: it is what a writer's entry keeps once every field it set
 		// was taken over (the previous writer of an adopted policy). A field set atomically still
 		// shows as a leaf below it ("f:targetRefs": {}), so it is not skipped here.
-		if tree, ok := fields["f:"+root].(map[string]any); ok && len(tree) > 0 {
+		//
+		// The root's own marker ("." under "f:spec") says only that the root exists, which every
+		// body with that root wants too; the API server's before-first-apply entry (made when an
+		// object without managedFields is applied) holds it, and so may any writer that set the
+		// whole spec. What it holds below the root is counted.
+		tree, _ := fields["f:"+root].(map[string]any)
+		if _, marked := tree["."]; marked {
+			tree = maps.Clone(tree)
+			delete(tree, ".")
+		}
+		if len(tree) > 0 {
 			fieldPaths(root, tree, paths)
 		}
 	}
 	md, _ := fields["f:metadata"].(map[string]any)
-	ann, _ := md["f:annotations"].(map[string]any)
-	for _, a := range meaningAnnotations {
-		if _, ok := ann["f:"+a]; ok {
-			paths["metadata.annotations."+a] = true
+	for _, field := range metadataMaps {
+		keys, _ := md["f:"+field].(map[string]any)
+		for k := range keys {
+			if key, ok := strings.CutPrefix(k, "f:"); ok && IsMeaningKey(key) {
+				paths[meaningPath(field, key)] = true
+			}
 		}
 	}
 	return paths

@@ -116,3 +116,30 @@ func TestFieldPaths(t *testing.T) {
 		"spec.a": true, `spec[{"name":"x"}]`: true, `spec[{"name":"x"}].b`: true, `spec["y"]`: true, "spec[0]": true, "specother": true,
 	}, out)
 }
+
+// Two fixes of what counts as foreign. A writer that co-owns a keyed list item the body sets
+// (istioctl waypoint apply of the same waypoint) holds nothing the plugin does not: the body's
+// top field is "listeners", not the item. And the root's own marker ("." under "f:spec"), which
+// the API server's before-first-apply entry holds after an object without managedFields is
+// applied, is no content: a body with a spec wants one too.
+func TestForeignFieldsCountsNeitherCoOwnedListItemsNorTheRootMarker(t *testing.T) {
+	const mine = "profile-plugins/waypoint"
+	apply, update := metav1.ManagedFieldsOperationApply, metav1.ManagedFieldsOperationUpdate
+	listener := `{"f:spec":{"f:gatewayClassName":{},"f:listeners":{"k:{\"name\":\"mesh\"}":{".":{},"f:name":{},"f:port":{},"f:protocol":{}}}}}`
+	body := map[string]any{"spec": map[string]any{"gatewayClassName": "istio-waypoint",
+		"listeners": []any{map[string]any{"name": "mesh", "port": float64(15008), "protocol": "HBONE"}}}}
+	obj := withFields(entry(mine, apply, "", listener), entry("istioctl", apply, "", listener))
+	assert.Equal(t, map[string][]string{}, ForeignFields(obj, mine, body))
+
+	obj = withFields(entry(mine, apply, "", listener),
+		entry("before-first-apply", update, "", `{"f:spec":{".":{},"f:gatewayClassName":{},"f:listeners":{"k:{\"name\":\"mesh\"}":{".":{},"f:port":{}}}}}`))
+	assert.Equal(t, map[string][]string{}, ForeignFields(obj, mine, body))
+	assert.Equal(t, map[string][]string{}, ForeignFields(obj, mine, nil))
+
+	// What such an entry holds below the root still counts.
+	obj = withFields(entry(mine, apply, "", listener),
+		entry("before-first-apply", update, "", `{"f:spec":{".":{},"f:infrastructure":{}}}`))
+	assert.Equal(t, map[string][]string{"before-first-apply": {"spec.infrastructure"}}, ForeignFields(obj, mine, body))
+	obj = withFields(entry(mine, apply, "", listener), entry("kubectl-edit", update, "", `{"f:spec":{".":{}}}`))
+	assert.Equal(t, map[string][]string{}, ForeignFields(obj, mine, body), "the marker alone holds nothing")
+}

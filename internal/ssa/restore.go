@@ -9,10 +9,10 @@ import (
 )
 
 // RestoredBody is cur with exactly the desired content (spec, data, binaryData and meaning
-// annotations) and the desired labels, annotations and owner reference laid over its metadata,
-// for an Update that carries cur's resourceVersion as precondition: server-side apply cannot take
-// away fields another manager owns, an Update replaces them. Other writers' metadata (labels,
-// annotations, finalizers, owners) is kept: it does not change what the object protects, and
+// metadata) and the desired labels, annotations and owner reference laid over its metadata, for
+// an Update that carries cur's resourceVersion as precondition: server-side apply cannot take
+// away fields another manager owns, an Update replaces them. Other writers' metadata outside
+// Istio's domain (labels, annotations, finalizers, owners) is kept: istiod does not read it, and
 // removing it is not the runner's business. Status is kept as observed; the API server ignores it
 // on the main resource anyway. managedFields are left out, so the server keeps and updates them.
 func RestoredBody(cur metav1.Object, desired map[string]any) (*unstructured.Unstructured, error) {
@@ -32,21 +32,8 @@ func RestoredBody(cur metav1.Object, desired map[string]any) (*unstructured.Unst
 			delete(m, root)
 		}
 	}
-	labels := u.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, want.GetLabels())
-	u.SetLabels(labels)
-	ann := u.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	for _, a := range meaningAnnotations {
-		delete(ann, a) // back to the desired value below, or to absent
-	}
-	maps.Copy(ann, want.GetAnnotations())
-	u.SetAnnotations(ann)
+	u.SetLabels(restoredMetadata(u.GetLabels(), want.GetLabels()))
+	u.SetAnnotations(restoredMetadata(u.GetAnnotations(), want.GetAnnotations()))
 	owners := u.GetOwnerReferences()
 	for _, o := range want.GetOwnerReferences() {
 		if !slices.ContainsFunc(owners, func(have metav1.OwnerReference) bool { return have.UID == o.UID }) {
@@ -55,4 +42,17 @@ func RestoredBody(cur metav1.Object, desired map[string]any) (*unstructured.Unst
 	}
 	u.SetOwnerReferences(owners)
 	return u, nil
+}
+
+// restoredMetadata is have with its meaning keys exactly as in want (absent when want lacks them)
+// and every key of want laid over it; other keys are kept.
+func restoredMetadata(have, want map[string]string) map[string]string {
+	out := make(map[string]string, len(have)+len(want))
+	for k, v := range have {
+		if !IsMeaningKey(k) {
+			out[k] = v
+		}
+	}
+	maps.Copy(out, want)
+	return out
 }
