@@ -263,6 +263,13 @@ func (p *Plugin) patchConfigMap(t plugin.Target, gw *gatewayv1.Gateway) (*corev1
 		if gw.Spec.Infrastructure.Labels == nil && gw.Spec.Infrastructure.Annotations == nil {
 			gw.Spec.Infrastructure = nil
 		}
+		if exists {
+			// Another writer's, whatever its labels say (the runner shows the plugins' objects
+			// with their labels only when the Profile controls them): istiod would patch the
+			// waypoint Deployment with whatever it holds.
+			return want, []string{fmt.Sprintf("Gateway %s/%s does not reference ConfigMap %s (mesh.waypoint.seccompPatch) while another writer's holds its name: "+
+				"istiod would build the waypoint from it; delete that ConfigMap to let the plugin make its own", t.Namespace, gw.Name, want.Name)}
+		}
 		return want, []string{fmt.Sprintf("Gateway %s/%s references ConfigMap %s (mesh.waypoint.seccompPatch) only once that ConfigMap is the plugin's",
 			t.Namespace, gw.Name, want.Name)}
 	}
