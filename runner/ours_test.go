@@ -111,7 +111,7 @@ func TestALabelledPatchConfigMapOfAnotherWriterFailsClosedWithoutWedging(t *test
 		assert.NotContains(t, labels, useWaypoint, "routed through a waypoint whose patch is another writer's")
 		assert.NotContains(t, labels, ingressUseWaypoint)
 		assert.Equal(t, "ambient", labels[dataplaneMode], "the ztunnel policy still protects the pods")
-		assert.Contains(t, strings.Join(res.Waiting(), "\n"), "label istio.io/use-waypoint withheld: ConfigMap/waypoint-seccomp exists and carries the labels")
+		assert.Contains(t, strings.Join(res.Waiting(), "\n"), "does not reference ConfigMap waypoint-seccomp (mesh.waypoint.seccompPatch) while another writer's holds its name, and istio.io/use-waypoint waits")
 		gw := &gatewayv1.Gateway{}
 		require.NoError(t, m.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "waypoint"}, gw))
 		assert.Nil(t, gw.Spec.Infrastructure, "the Gateway references the editor's ConfigMap")

@@ -200,9 +200,14 @@ func TestOptInReferencesOnlyThePluginsConfigMap(t *testing.T) {
 			} else {
 				assert.Contains(t, waiting, tc.wait)
 			}
-			// Once the waypoint is Programmed, routing requires the plugin's intact ConfigMap either way.
-			if _, routed := plugin.Lookup[*gatewayv1.Gateway](plugin.Observed{Objects: tc.observed}, "waypoint"); routed {
-				assert.Contains(t, d.LabelRequires["istio.io/use-waypoint"], cmRef)
+			// Once the waypoint is Programmed, routing requires the plugin's intact ConfigMap, and
+			// is wanted only through a Gateway that references it.
+			if _, programmed := plugin.Lookup[*gatewayv1.Gateway](plugin.Observed{Objects: tc.observed}, "waypoint"); programmed {
+				_, routed := d.Labels["istio.io/use-waypoint"]
+				assert.Equal(t, tc.ref, routed, "use-waypoint wanted")
+				if tc.ref {
+					assert.Contains(t, d.LabelRequires["istio.io/use-waypoint"], cmRef)
+				}
 			}
 		})
 	}

@@ -173,9 +173,8 @@ func TestAPatchConfigMapReplacedWithCopiedLabelsNeitherWedgesNorRoutesOnTheAPISe
 		assert.NotContains(t, labels, "istio.io/use-waypoint", "routed through a waypoint whose patch is another writer's")
 		assert.NotContains(t, labels, "istio.io/ingress-use-waypoint")
 		assert.Equal(t, "ambient", labels["istio.io/dataplane-mode"], "the ztunnel policy still closes the namespace")
-		waiting := strings.Join(res.Waiting(), "\n")
-		assert.Contains(t, waiting, "label istio.io/use-waypoint withheld: ConfigMap/waypoint-seccomp exists and carries the labels")
-		assert.Contains(t, waiting, "does not reference ConfigMap waypoint-seccomp (mesh.waypoint.seccompPatch) while another writer's holds its name")
+		assert.Contains(t, strings.Join(res.Waiting(), "\n"),
+			"does not reference ConfigMap waypoint-seccomp (mesh.waypoint.seccompPatch) while another writer's holds its name, and istio.io/use-waypoint waits")
 		gw := &gatewayv1.Gateway{}
 		require.True(t, exists(t, c, gw, p.Name, "waypoint"))
 		assert.Nil(t, gw.Spec.Infrastructure, "the Gateway still references the editor's ConfigMap")
