@@ -65,7 +65,7 @@ func TestATenantsLabelledConfigMapsCostTheCacheAlmostNothingOnTheAPIServer(t *te
 	for i := range count {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("padding-%03d", i), Namespace: ns,
 			Labels:      map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: "waypoint", "tenant": "yes"},
-			Annotations: map[string]string{"padding": blob[:16 << 10]}},
+			Annotations: map[string]string{"padding": blob[:16<<10]}},
 			Data: map[string]string{"blob": blob[:size-(16<<10)]}}
 		require.NoError(t, c.Create(ctx, cm, client.FieldOwner("tenant")))
 		data, err := json.Marshal(cm)
