@@ -106,7 +106,8 @@ type Observed struct {
 	// FieldManager, as if the plugin had written it alone.
 	LabelManagers map[string][]string
 	// Objects are the objects of every plugin's Kinds in the namespace, made by anyone,
-	// status included.
+	// status included. One that carries the managed labels without the Profile as its
+	// controller is another writer's, and the runner shows it without those labels.
 	Objects []client.Object
 	// Pods are the namespace's pods, listed only when a plugin is a PodObserver or a DataPlane,
 	// and with Runner.APIReader only when a decision of the call needs them (see PodDemand);

@@ -5,22 +5,30 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
 // CacheByObject is what a manager's cache should hold of the kinds the plugins read, for
-// cache.Options.ByObject: ConfigMaps only when the plugins made them ([ManagedSelector]),
-// so the controller does not cache every ConfigMap of every user namespace. The Runner must then
-// have an APIReader (a manager's GetAPIReader()): it reads a wanted name the cache does not show
-// from the API server, so another writer's ConfigMap is still a conflict, and it lists pods there,
-// in one namespace and only when a decision needs them, so no Pod informer starts. [WithManager]
-// sets it, and tells the Runner which kinds the cache shows in full.
+// cache.Options.ByObject: ConfigMaps only when they carry the plugins' label ([ManagedSelector]),
+// so the controller does not cache every ConfigMap of every user namespace, and of those only
+// what [TrimConfigMap] keeps, so that the ConfigMaps a namespace editor labels so cost the
+// controller a few hundred bytes each, whatever they hold. The Runner must then have an APIReader
+// (a manager's GetAPIReader()): it reads a wanted name the cache does not show from the API
+// server, so another writer's ConfigMap is still a conflict, it reads a wanted ConfigMap in full
+// there on every Apply (only the waypoint's seccomp patch, with mesh.waypoint.seccompPatch on),
+// and it lists pods there, in one namespace and only when a decision needs them, so no Pod
+// informer starts. [WithManager] sets it, and tells the Runner which kinds the cache shows in
+// full and which trimmed.
 //
 // AuthorizationPolicies and RoleBindings are not selected: the access plugin reads other writers'
 // (allow-all policies it warns about, kfam's contributor policies and bindings, which kfam marks
@@ -28,11 +36,59 @@ import (
 // manager fail to start where the Gateway API CRDs are not installed, and a namespace holds few.
 //
 // A ByObject entry applies to every cached read of that type in the manager: a controller that
-// reads other ConfigMaps through its cached client must read them with its APIReader instead.
+// reads other ConfigMaps, or their data, through its cached client must read them with its
+// APIReader instead.
 func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Label: ManagedSelector()},
+		&corev1.ConfigMap{}: {Label: ManagedSelector(), Transform: TrimConfigMap},
 	}
+}
+
+// maxKept bounds each string TrimConfigMap keeps of a controller reference. The API server sets no
+// bound on them, and a real Profile's are far shorter: a name of at most 253 characters and a
+// 36-character UID, so cutting longer ones never changes whose object is whose.
+const maxKept = 253
+
+// TrimConfigMap is the cache transform (a toolscache.TransformFunc) of [CacheByObject] for
+// ConfigMaps: it keeps of each only its name, namespace, UID, resourceVersion, creation and
+// deletion times, the labels [plugin.ManagedByLabel] and [plugin.PluginLabel], and its controller
+// owner reference (each string cut to 253 bytes); data, binaryData, every other label and
+// annotation, finalizers and managedFields go. That is what the runner needs of a ConfigMap it
+// does not want (to prune it when it is the plugins' own) and what a controller's Owns needs to
+// map it to its Profile; a wanted one it reads in full past the cache. Anything else passes
+// unchanged. Applied again to its result, it changes nothing.
+func TrimConfigMap(obj any) (any, error) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return obj, nil
+	}
+	md := &cm.ObjectMeta
+	kept := &corev1.ConfigMap{TypeMeta: cm.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: md.Name, Namespace: md.Namespace, UID: md.UID, ResourceVersion: md.ResourceVersion, Generation: md.Generation,
+		CreationTimestamp: md.CreationTimestamp, DeletionTimestamp: md.DeletionTimestamp,
+	}}
+	for _, k := range []string{plugin.ManagedByLabel, plugin.PluginLabel} {
+		if v, ok := md.Labels[k]; ok {
+			if kept.Labels == nil {
+				kept.Labels = make(map[string]string, 2)
+			}
+			kept.Labels[k] = v
+		}
+	}
+	if ref := metav1.GetControllerOfNoCopy(cm); ref != nil {
+		controller := true
+		kept.OwnerReferences = []metav1.OwnerReference{{APIVersion: cut(ref.APIVersion), Kind: cut(ref.Kind), Name: cut(ref.Name),
+			UID: types.UID(cut(string(ref.UID))), Controller: &controller}}
+	}
+	return kept, nil
+}
+
+// cut is s, cut to maxKept bytes.
+func cut(s string) string {
+	if len(s) > maxKept {
+		return s[:maxKept]
+	}
+	return s
 }
 
 // CacheOptions are the manager cache options the plugins need, for ctrl.Options.Cache:
@@ -55,7 +111,50 @@ func WithManager(mgr manager.Manager, opts cache.Options) Option {
 	return func(r *Runner) {
 		r.APIReader = mgr.GetAPIReader()
 		r.FullyCached = fullyCached(r, opts)
+		r.Trimmed = trimmed(r, opts)
 	}
+}
+
+// trimmed is the kinds of r's plugins whose objects a cache built from opts transforms: those with
+// a Transform in ByObject (also for some namespaces only), or all of them with a DefaultTransform
+// (such as cache.TransformStripManagedFields, whose objects the drift checks could not judge). A
+// transform may drop anything, so the runner reads what it wants of those kinds in full.
+func trimmed(r *Runner, opts cache.Options) []schema.GroupKind {
+	all := opts.DefaultTransform != nil
+	for _, c := range opts.DefaultNamespaces {
+		all = all || c.Transform != nil
+	}
+	s := r.Client.Scheme()
+	transformed := map[schema.GroupKind]bool{}
+	for obj, by := range opts.ByObject {
+		t := by.Transform != nil
+		for _, c := range by.Namespaces {
+			t = t || c.Transform != nil
+		}
+		if !t {
+			continue
+		}
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			all = true // a kind opts may transform is unknown: read every wanted object in full
+			continue
+		}
+		transformed[gvk.GroupKind()] = true
+	}
+	var out []schema.GroupKind
+	for _, p := range r.Plugins {
+		for _, list := range p.Kinds() {
+			gvk, err := apiutil.GVKForObject(list, s)
+			if err != nil {
+				continue // observe reports it
+			}
+			gk := schema.GroupKind{Group: gvk.Group, Kind: strings.TrimSuffix(gvk.Kind, "List")}
+			if (all || transformed[gk]) && !slices.Contains(out, gk) {
+				out = append(out, gk)
+			}
+		}
+	}
+	return out
 }
 
 // fullyCached is the kinds of r's plugins that a cache built from opts shows in full, or nil when

@@ -1,22 +1,27 @@
 package runner_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
@@ -62,4 +67,82 @@ func TestWithManagerReadsDirectlyOnlyWhatTheCacheMaySelect(t *testing.T) {
 			}
 		})
 	}
+}
+
+// WithManager tells the runner which kinds the manager's cache transforms, so that it reads a
+// wanted object of those in full: a transform may drop the content and managedFields that the
+// drift checks read.
+func TestWithManagerReadsInFullWhatTheCacheTransforms(t *testing.T) {
+	env := envtest.Start(t)
+	all := []schema.GroupKind{policyGK, bindingGK, gatewayGK, configMapGK}
+	for _, tc := range []struct {
+		name string
+		opts cache.Options
+		want []schema.GroupKind
+	}{
+		{"the plugins' options trim ConfigMaps", plugins.CacheOptions(), []schema.GroupKind{configMapGK}},
+		{"no transform", cache.Options{}, nil},
+		{"a default transform reaches every kind", cache.Options{DefaultTransform: cache.TransformStripManagedFields()}, all},
+		{"a transform for some namespaces only", cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&gatewayv1.Gateway{}: {Namespaces: map[string]cache.Config{"alice": {Transform: cache.TransformStripManagedFields()}}}}},
+			[]schema.GroupKind{gatewayGK}},
+		{"a default transform for some namespaces", cache.Options{DefaultNamespaces: map[string]cache.Config{
+			"alice": {Transform: cache.TransformStripManagedFields()}}}, all},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mgr, err := ctrl.NewManager(env.Base, ctrl.Options{Scheme: runner.NewScheme(),
+				Cache: tc.opts, Metrics: metricsserver.Options{BindAddress: "0"}})
+			require.NoError(t, err)
+			r, err := plugins.NewRunner(mgr.GetClient(), config.Default(), plugins.WithManager(mgr, tc.opts))
+			require.NoError(t, err)
+			assert.ElementsMatch(t, tc.want, r.Trimmed)
+		})
+	}
+}
+
+// TrimConfigMap keeps of a ConfigMap what the runner and an Owns watch decide on, and nothing a
+// namespace editor could grow: no data, no other label or annotation, one controller reference
+// with bounded strings.
+func TestTrimConfigMapKeepsOnlyWhatDecidesWhoseItIs(t *testing.T) {
+	now := metav1.Now()
+	long := strings.Repeat("x", 100_000)
+	in := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "waypoint-seccomp", Namespace: "alice", UID: "u-1", ResourceVersion: "42", DeletionTimestamp: &now,
+			Labels:      map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: "waypoint", "big": "y"},
+			Annotations: map[string]string{plugin.DesiredHashAnnotation: "abc", "padding": long},
+			Finalizers:  []string{"example.com/" + long},
+			OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "v1", Kind: "ConfigMap", Name: long, UID: "other"},
+				{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: "alice", UID: "1111-2222", Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)},
+			},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "editor", Operation: metav1.ManagedFieldsOperationApply}},
+		},
+		Data:       map[string]string{"deployment": long},
+		BinaryData: map[string][]byte{"blob": []byte(long)},
+		Immutable:  ptrTo(true),
+	}
+	out, err := runner.TrimConfigMap(in.DeepCopy())
+	require.NoError(t, err)
+	got := out.(*corev1.ConfigMap)
+	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "waypoint-seccomp", Namespace: "alice", UID: "u-1", ResourceVersion: "42", DeletionTimestamp: &now,
+		Labels: map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: "waypoint"},
+		OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: "alice", UID: "1111-2222", Controller: ptrTo(true)},
+		}}}
+	assert.Equal(t, want, got)
+	again, err := runner.TrimConfigMap(got.DeepCopy())
+	require.NoError(t, err)
+	assert.Equal(t, got, again, "trimming a trimmed ConfigMap changes nothing")
+
+	forged := in.DeepCopy()
+	forged.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: long, Name: long, UID: types.UID(long), Controller: ptrTo(true)}}
+	out, err = runner.TrimConfigMap(forged)
+	require.NoError(t, err)
+	ref := out.(*corev1.ConfigMap).OwnerReferences[0]
+	assert.Len(t, ref.Kind+ref.Name+string(ref.UID), 3*253, "a controller reference's strings are cut")
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"}}}
+	out, err = runner.TrimConfigMap(pod)
+	require.NoError(t, err)
+	assert.Same(t, pod, out, "other kinds pass unchanged")
 }

@@ -12,18 +12,19 @@
 //
 //   - admit: the namespace is the Profile's (see "Whose namespace" below), and the Profile has a UID;
 //   - observe: the namespace, every object of the plugins' Kinds in it, and, without an
-//     APIReader, its pods;
+//     APIReader, its pods; each object is judged as below ("Whose object");
 //   - generate: every plugin's Generate, its objects turned into apply bodies (managed labels,
 //     the Profile as controller, the desired-hash annotation); with an APIReader, what a
-//     decision needs that the Reader may not show is read, and the plugins generate again;
+//     decision needs that the Reader may not show, or shows trimmed ([Runner.Trimmed]), is read,
+//     and the plugins generate again;
 //   - plan: what can be decided before the first write: the enrolment labels that come off
 //     first, and what the prune phase deletes and keeps;
 //   - withdraw: enrolment labels that are going away or changing ([plugin.Desired.Enrolment],
 //     such as istio.io/use-waypoint) come off, in one label write, so traffic never follows a
 //     label to policies that are about to be rewritten;
 //   - objects: every object is written, with server-side apply under its plugin's field manager
-//     (policies protect); an object that exists under a wanted name but was not made by the
-//     plugin is a [ConflictError] and left alone;
+//     (policies protect); an object that exists under a wanted name but is not the plugin's
+//     own is a [ConflictError] and left alone;
 //   - labels: the namespace labels of every plugin, each gated as below, in one write under
 //     [plugin.LabelFieldManager], with [plugin.LabelOwnersAnnotation] saying which plugin owns
 //     which, so labels other writers set survive, labels a plugin stops wanting go, and a failed
@@ -50,7 +51,7 @@
 // istio.io/dataplane-mode=ambient requires the ztunnel policy; istio.io/use-waypoint and
 // istio.io/ingress-use-waypoint require the owner policy, the ztunnel policy, a Programmed
 // waypoint Gateway and (with the seccomp patch) the ConfigMap istiod patches the waypoint with. A
-// label is set, or kept, only while each requirement exists, carries its plugin's labels and is
+// label is set, or kept, only while each requirement exists, is its plugin's own and is
 // intact. Intact means its meaning, not its bytes: the desired fields hold their values (enums
 // such as action: ALLOW are stated, not left to the zero value), and no other field manager owns
 // a content field the plugin does not set (an action, selector, targetRefs or extra rule on a
@@ -107,4 +108,19 @@
 // names the Profile's owner, and its name is not reserved. Apply refuses any other namespace with
 // an [ownership.NamespaceError] (a [plugin.ErrInput]) and writes nothing; Revoke leaves it alone
 // and succeeds.
+//
+// # Whose object
+//
+// An object is a plugin's own only when it carries the managed labels ([plugin.ManagedByLabel],
+// [plugin.PluginLabel]) and the Profile is its controller: an owner reference to a Profile (any
+// version of kubeflow.org) with the Profile's UID, which the runner sets on everything it writes,
+// as every release of this library has. Labels alone prove nothing: anyone who may create objects
+// in the namespace can copy them. An object with the labels and another controller, or none, is
+// another writer's: the runner shows it to the plugins and to its own phases without those
+// labels, so it is never pruned, restored over or adopted, and never counts as protection; each
+// call names it in a warning, and under a wanted name it is a [ConflictError] that withholds what
+// requires it while the rest of the call goes on. Once it is deleted, the next call makes the
+// plugin's own. A Profile deleted and created again under its name has a new UID: what the runner
+// made for the earlier one is another writer's until garbage collection deletes it (in a
+// namespace the earlier Profile controls, Apply refuses the namespace instead).
 package runner

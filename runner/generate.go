@@ -20,9 +20,14 @@ const maxGenerations = 4
 
 // generate plans the plugins on obs. With an APIReader it then completes obs with what the Reader
 // may not show (pods a decision needs, wanted objects the Reader lacks) and plans again on the
-// completed state, until nothing new turns up, so every plugin decides on all of it.
-func (r *Runner) generate(ctx context.Context, res *Result, profile *profilev1.Profile, ns *corev1.Namespace, obs plugin.Observed, notServed unserved) ([]*planned, plugin.Observed, holds, error) {
-	read := reads{tried: map[plugin.Ref]bool{}}
+// completed state, until nothing new turns up, so every plugin decides on all of it. What it reads
+// is judged as observe's objects are (disown), into cl.
+func (r *Runner) generate(ctx context.Context, res *Result, profile *profilev1.Profile, ns *corev1.Namespace, obs plugin.Observed, notServed unserved, cl claims) ([]*planned, plugin.Observed, holds, error) {
+	if r.APIReader == nil && len(r.Trimmed) > 0 {
+		// Judged on trimmed objects, drift of their content would pass unseen.
+		return nil, obs, holds{}, fmt.Errorf("runner: Trimmed lists %v, which the Reader shows trimmed, but APIReader is nil: nothing could read them in full", r.Trimmed)
+	}
+	read := reads{tried: map[plugin.Ref]bool{}, claims: cl}
 	protect := finalized(r.Plugins, ns, profile)
 	for round := 1; ; round++ {
 		held := holdDataPlane(r.Plugins, ns, obs)

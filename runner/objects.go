@@ -49,26 +49,32 @@ func (r *Runner) writeObjects(ctx context.Context, ap *applyPlan, rewrite bool) 
 		}
 		for i := range p.objects {
 			ao := &p.objects[i]
-			ao.broken = r.writeObject(ctx, p, ao, decideObject(p, ao, ap.obs, rewrite, adopt[ao.ref], sofar))
+			var claimed *claim
+			if c, ok := ap.claims[ao.ref]; ok {
+				claimed = &c
+			}
+			ao.broken = r.writeObject(ctx, p, ao, decideObject(p, ao, ap.obs, rewrite, adopt[ao.ref], sofar, claimed))
 			sofar.why[ao.ref] = ao.broken
 		}
 	}
 }
 
-// decideObject decides whether one object is written now; it writes nothing.
-func decideObject(p *planned, ao *applyObject, obs plugin.Observed, rewrite, adoptable bool, sofar protections) objectStep {
+// decideObject decides whether one object is written now; it writes nothing. claimed is set when
+// the observed object under the wanted name carries the managed labels without being controlled
+// by the Profile (see disown).
+func decideObject(p *planned, ao *applyObject, obs plugin.Observed, rewrite, adoptable bool, sofar protections, claimed *claim) objectStep {
 	cur := findObserved(obs, ao.gvk, ao.ref.Name)
 	if cur == nil {
 		if gaps := sofar.gapsSoFar(p.desired.CreateRequires[ao.ref]); len(gaps) > 0 {
 			return objectStep{broken: "is not created yet",
 				waiting: []string{fmt.Sprintf("%s is not created yet: %s", ao.ref, strings.Join(gaps, ", "))}}
 		}
-		return decideWrite(p, ao, nil, adoptable)
+		return decideWrite(p, ao, nil, adoptable, nil)
 	}
 	if !rewrite {
 		return keepAsItIs(p, ao, cur)
 	}
-	return decideWrite(p, ao, cur, adoptable)
+	return decideWrite(p, ao, cur, adoptable, claimed)
 }
 
 // keepAsItIs is the step for an object that exists while a withdrawal failed: nothing is written,
@@ -85,9 +91,10 @@ func keepAsItIs(p *planned, ao *applyObject, cur client.Object) objectStep {
 }
 
 // decideWrite is the step for an object the runner may write: left alone when another writer
-// made it (a ConflictError, unless the plugin adopts it), unchanged when it is as desired, and
-// otherwise written, with a warning for each change another writer made.
-func decideWrite(p *planned, ao *applyObject, cur client.Object, adoptable bool) objectStep {
+// made it (a ConflictError, unless the plugin adopts it; one that only claims to be the library's
+// is never adopted), unchanged when it is as desired, and otherwise written, with a warning for
+// each change another writer made.
+func decideWrite(p *planned, ao *applyObject, cur client.Object, adoptable bool, claimed *claim) objectStep {
 	name := p.plugin.Name()
 	body, err := withHash(ao.data)
 	if err != nil {
@@ -100,10 +107,15 @@ func decideWrite(p *planned, ao *applyObject, cur client.Object, adoptable bool)
 	adopted := false
 	if !plugin.IsManagedBy(cur.GetLabels(), name) {
 		// Another of this library's plugins is never adopted from: that would make two
-		// plugins fight over one object.
-		if !adoptable || cur.GetLabels()[plugin.ManagedByLabel] == plugin.ManagedByValue {
+		// plugins fight over one object. Nor is an object that carries the library's labels
+		// without the Profile as its controller: whoever made it copied them, and taking it
+		// over would restore over their object.
+		if !adoptable || cur.GetLabels()[plugin.ManagedByLabel] == plugin.ManagedByValue || claimed != nil {
 			err := &ConflictError{Plugin: name, Ref: ao.ref, ManagedBy: managedBy(cur.GetLabels())}
-			return objectStep{cur: cur, broken: "exists and was made by " + err.who(), err: err}
+			if claimed != nil {
+				err.ManagedBy, err.NotControlled = claimed.labels, claimed.why
+			}
+			return objectStep{cur: cur, broken: "exists and " + err.held(), err: err}
 		}
 		adopted = true
 		s.warnings = append(s.warnings, fmt.Sprintf("adopted %s, which another writer made", ao.ref))

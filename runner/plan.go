@@ -23,11 +23,14 @@ type applyPlan struct {
 	// prune is, per plan, what the prune phase does with the plugin's stale objects; the zero
 	// value, deleting nothing, for a plugin whose generation failed.
 	prune []pruneDecision
+	// claims are the observed objects that carry the managed labels without being controlled by
+	// the Profile (see disown): obs shows them without those labels.
+	claims claims
 }
 
 // plan decides what Apply can decide before it writes anything.
-func plan(ns *corev1.Namespace, obs plugin.Observed, held holds, plans []*planned) *applyPlan {
-	ap := &applyPlan{ns: ns, obs: obs, held: held, plans: plans,
+func plan(ns *corev1.Namespace, obs plugin.Observed, held holds, plans []*planned, cl claims) *applyPlan {
+	ap := &applyPlan{ns: ns, obs: obs, held: held, plans: plans, claims: cl,
 		withdraw: planWithdrawal(plans, ns, held), prune: make([]pruneDecision, len(plans))}
 	for i, p := range plans {
 		if !p.failed {

@@ -30,11 +30,19 @@ func ManagedSelector() labels.Selector {
 type reads struct {
 	tried      map[plugin.Ref]bool
 	podsListed bool
+	// claims collects what the objects read claim, as observe's objects (see disown).
+	claims claims
+}
+
+// readObject is one wanted object read from the APIReader: obj is nil when it does not exist.
+type readObject struct {
+	ref plugin.Ref
+	obj client.Object
 }
 
 // complete reads through the APIReader what t.Observed may lack and plans need: the namespace's
-// pods, once, when a decision needs them, and every wanted object the Reader did not show. It
-// reports whether anything was added.
+// pods, once, when a decision needs them, and every wanted object the Reader did not show, or
+// showed trimmed (Runner.Trimmed). It reports whether anything was added or replaced.
 func (r *Runner) complete(ctx context.Context, read *reads, plans []*planned, t plugin.Target, ns *corev1.Namespace) (plugin.Observed, bool, error) {
 	obs := t.Observed
 	added := false
@@ -48,34 +56,69 @@ func (r *Runner) complete(ctx context.Context, read *reads, plans []*planned, t 
 			obs.Pods, added = pods, true
 		}
 	}
-	unseen, err := r.readUnseen(ctx, read, plans, t)
+	fresh, err := r.readUnseen(ctx, read, plans, t)
 	if err != nil {
 		return obs, false, err
 	}
-	if len(unseen) > 0 {
-		obs.Objects = append(append([]client.Object(nil), obs.Objects...), unseen...)
+	if len(fresh) > 0 {
+		obs.Objects = withRead(obs.Objects, fresh)
 		added = true
 	}
 	return obs, added, nil
 }
 
+// withRead is objs with each object read in place of the observed one of its reference (dropped
+// when the read found none), and the others read appended, in the order read.
+func withRead(objs []client.Object, fresh []readObject) []client.Object {
+	byRef := make(map[plugin.Ref]client.Object, len(fresh))
+	for _, f := range fresh {
+		byRef[f.ref] = f.obj
+	}
+	out := make([]client.Object, 0, len(objs)+len(fresh))
+	placed := map[plugin.Ref]bool{}
+	for _, o := range objs {
+		ref := refOf(o)
+		f, read := byRef[ref]
+		if !read {
+			out = append(out, o)
+			continue
+		}
+		placed[ref] = true
+		if f != nil {
+			out = append(out, f)
+		}
+	}
+	for _, f := range fresh {
+		if !placed[f.ref] && f.obj != nil {
+			out = append(out, f.obj)
+		}
+	}
+	return out
+}
+
 // readUnseen reads from the APIReader every object a plugin wants that the Reader did not show,
-// unless the Reader shows every object of its kind (Runner.FullyCached). A Reader that caches
-// only the plugins' own objects does not show another writer's object with a wanted name, and
-// server-side apply with force would take it over: read, it is a ConflictError and left alone. It
-// also finds the plugins' own objects a lagging cache does not show yet; of a fully cached kind,
-// such an object is applied again unchanged, as without an APIReader.
-func (r *Runner) readUnseen(ctx context.Context, read *reads, plans []*planned, t plugin.Target) ([]client.Object, error) {
-	var out []client.Object
+// unless the Reader shows every object of its kind (Runner.FullyCached), and every one it showed
+// trimmed (Runner.Trimmed), whose content and managedFields the decisions need. A Reader that
+// caches only the plugins' own objects does not show another writer's object with a wanted name,
+// and server-side apply with force would take it over: read, it is a ConflictError and left alone.
+// It also finds the plugins' own objects a lagging cache does not show yet; of a fully cached
+// kind, such an object is applied again unchanged, as without an APIReader. What it reads is
+// judged by disown, as observe's objects are.
+func (r *Runner) readUnseen(ctx context.Context, read *reads, plans []*planned, t plugin.Target) ([]readObject, error) {
+	var out []readObject
 	for _, p := range plans {
 		if p.failed {
 			continue // writes nothing
 		}
 		for _, ao := range p.objects {
-			if read.tried[ao.ref] || r.fullyCached(ao.gvk.GroupKind()) || findObserved(t.Observed, ao.gvk, ao.ref.Name) != nil {
+			gk := ao.gvk.GroupKind()
+			seen := findObserved(t.Observed, ao.gvk, ao.ref.Name) != nil
+			if read.tried[ao.ref] || (seen && !r.trimmed(gk)) || (!seen && r.fullyCached(gk)) {
 				continue
 			}
 			read.tried[ao.ref] = true
+			// The read decides again what the object claims.
+			delete(read.claims, ao.ref)
 			obj, err := r.Client.Scheme().New(ao.gvk)
 			if err != nil {
 				return nil, fmt.Errorf("reading %s in %q: %w", ao.ref, t.Namespace, err)
@@ -86,13 +129,16 @@ func (r *Runner) readUnseen(ctx context.Context, read *reads, plans []*planned, 
 			}
 			err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: ao.ref.Name}, cur)
 			if apierrors.IsNotFound(err) {
+				if seen {
+					out = append(out, readObject{ref: ao.ref}) // gone since the cache saw it
+				}
 				continue
 			}
 			if err != nil {
 				return nil, fmt.Errorf("reading %s in %q: %w", ao.ref, t.Namespace, err)
 			}
 			cur.GetObjectKind().SetGroupVersionKind(ao.gvk)
-			out = append(out, cur)
+			out = append(out, readObject{ref: ao.ref, obj: disown(t.Profile, []client.Object{cur}, read.claims)[0]})
 		}
 	}
 	return out, nil
@@ -101,6 +147,11 @@ func (r *Runner) readUnseen(ctx context.Context, read *reads, plans []*planned, 
 // fullyCached says whether the Reader shows every object of kind gk (Runner.FullyCached).
 func (r *Runner) fullyCached(gk schema.GroupKind) bool {
 	return slices.Contains(r.FullyCached, gk)
+}
+
+// trimmed says whether the Reader shows the objects of kind gk trimmed (Runner.Trimmed).
+func (r *Runner) trimmed(gk schema.GroupKind) bool {
+	return slices.Contains(r.Trimmed, gk)
 }
 
 // listPods lists the namespace's pods through the APIReader when there is one (a direct read, so

@@ -1,8 +1,9 @@
 package runner_test
 
 // These tests wire the runner as cmd/profile-plugins-controller does: a Reader that caches ConfigMaps and
-// Gateways only when the plugins made them (a cache.ByObject label selector) and holds no Pods,
-// and an APIReader (a manager's GetAPIReader()) that the tests watch.
+// Gateways only when they carry the plugins' label (a cache.ByObject label selector), keeps of
+// each ConfigMap only what runner.TrimConfigMap keeps, and holds no Pods, and an APIReader (a
+// manager's GetAPIReader()) that the tests watch.
 
 import (
 	"context"
@@ -43,6 +44,7 @@ func (m *mesh) wireReads() {
 	m.runner.Reader = selectedReader{Reader: m.c, t: m.t, hides: cachedWithSelector}
 	m.runner.APIReader = recordingReader{Reader: m.c, reads: &m.apiReads}
 	m.runner.FullyCached = []schema.GroupKind{istioPolicyGK} // selectedReader shows every policy
+	m.runner.Trimmed = []schema.GroupKind{configMapGK}       // and trims ConfigMaps
 }
 
 var istioPolicyGK = istiosecurityv1.SchemeGroupVersion.WithKind("AuthorizationPolicy").GroupKind()
@@ -57,7 +59,8 @@ func cachedWithSelector(obj runtime.Object) bool {
 }
 
 // selectedReader is a cache with a label selector on the kinds hides names: it shows their objects
-// only when they carry runner.ManagedSelector's label. It holds no Pods: reading one fails the test.
+// only when they carry runner.ManagedSelector's label, and ConfigMaps only as runner.TrimConfigMap
+// leaves them (runner.CacheByObject's transform). It holds no Pods: reading one fails the test.
 type selectedReader struct {
 	client.Reader
 	t     *testing.T
@@ -74,6 +77,11 @@ func (s selectedReader) Get(ctx context.Context, key client.ObjectKey, obj clien
 	if s.hides(obj) && !runner.ManagedSelector().Matches(labels.Set(obj.GetLabels())) {
 		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
 	}
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		trimmed, err := runner.TrimConfigMap(cm)
+		require.NoError(s.t, err)
+		*cm = *trimmed.(*corev1.ConfigMap)
+	}
 	return nil
 }
 
@@ -81,7 +89,7 @@ func (s selectedReader) List(ctx context.Context, list client.ObjectList, opts .
 	if _, pods := list.(*corev1.PodList); pods {
 		s.t.Errorf("pods listed through the Reader: that starts a cluster-wide Pod informer")
 	}
-	if err := s.Reader.List(ctx, list, opts...); err != nil || !s.hides(list) {
+	if err := s.Reader.List(ctx, list, opts...); err != nil {
 		return err
 	}
 	items, err := meta.ExtractList(list)
@@ -90,9 +98,15 @@ func (s selectedReader) List(ctx context.Context, list client.ObjectList, opts .
 	}
 	var kept []runtime.Object
 	for _, it := range items {
-		if runner.ManagedSelector().Matches(labels.Set(it.(client.Object).GetLabels())) {
-			kept = append(kept, it)
+		if s.hides(list) && !runner.ManagedSelector().Matches(labels.Set(it.(client.Object).GetLabels())) {
+			continue
 		}
+		if cm, ok := it.(*corev1.ConfigMap); ok {
+			trimmed, err := runner.TrimConfigMap(cm)
+			require.NoError(s.t, err)
+			it = trimmed.(*corev1.ConfigMap)
+		}
+		kept = append(kept, it)
 	}
 	return meta.SetList(list, kept)
 }
@@ -227,6 +241,7 @@ func TestForeignObjectHiddenByTheCacheIsAConflict(t *testing.T) {
 			}
 			m.runner.Reader = selectedReader{Reader: m.c, t: t, hides: hides}
 			m.runner.APIReader = recordingReader{Reader: m.c, reads: &m.apiReads}
+			m.runner.Trimmed = []schema.GroupKind{configMapGK}
 			require.NoError(t, m.runner.Reader.List(context.Background(), tc.list, client.InNamespace(ns)))
 			require.Zero(t, meta.LenList(tc.list), "the fixture's cache must hide the foreign %s", tc.kind)
 			before := tc.foreign.DeepCopyObject().(client.Object)
@@ -324,6 +339,7 @@ func TestNewNamespaceIsEnrolledWithoutReadsPastTheCache(t *testing.T) {
 					}}
 					m.runner.APIReader = recordingReader{Reader: m.c, reads: &m.apiReads}
 					m.runner.FullyCached = []schema.GroupKind{istioPolicyGK, {Group: gatewayv1.GroupName, Kind: "Gateway"}}
+					m.runner.Trimmed = []schema.GroupKind{configMapGK}
 				}
 				m.addPod("notebook", nil)
 				res := m.apply()

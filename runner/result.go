@@ -24,13 +24,18 @@ type inputError struct{ error }
 
 func (e inputError) Unwrap() []error { return []error{e.error, plugin.ErrInput} }
 
-// ConflictError says an object the plugin wants already exists but is not marked as the plugin's.
-// The runner leaves such an object alone: overwriting it would fight its real owner.
+// ConflictError says an object the plugin wants already exists but is not the plugin's: it is not
+// marked as the plugin's, or it is marked so but the Profile does not control it. The runner leaves
+// such an object alone: overwriting it would fight its real owner.
 type ConflictError struct {
 	Plugin string
 	Ref    plugin.Ref
 	// ManagedBy is what the object's labels say about who made it ("" when unmarked).
 	ManagedBy string
+	// NotControlled, when set, says what controls an object whose labels name this library
+	// instead of the Profile (such as "it has no controller owner reference"): labels can be
+	// copied, so they alone make nothing the plugin's.
+	NotControlled string
 }
 
 func (e *ConflictError) who() string {
@@ -40,10 +45,17 @@ func (e *ConflictError) who() string {
 	return "another writer"
 }
 
+// held says whose the object is, after "exists and".
+func (e *ConflictError) held() string {
+	if e.NotControlled != "" {
+		return fmt.Sprintf("carries the labels of %s but is not controlled by the Profile (%s), so it is another writer's", e.who(), e.NotControlled)
+	}
+	return "was made by " + e.who()
+}
+
 func (e *ConflictError) Error() string {
-	who := e.who()
-	return fmt.Sprintf("plugin %s: %s exists and was made by %s; it is left alone (delete or rename it to let the plugin create its own)",
-		e.Plugin, e.Ref, who)
+	return fmt.Sprintf("plugin %s: %s exists and %s; it is left alone (delete or rename it to let the plugin create its own)",
+		e.Plugin, e.Ref, e.held())
 }
 
 func (e *ConflictError) Unwrap() []error { return []error{ErrConflict, plugin.ErrInput} }

@@ -42,6 +42,10 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 		res.Errors = append(res.Errors, err)
 		return res
 	}
+	// What only claims to be the plugins' is never taken down (ours.go).
+	cl := claims{}
+	obs.Objects = disown(profile, obs.Objects, cl)
+	r.warnClaims(res, profile, cl)
 	running := obs
 	running.Pods = stillRunning(obs.Pods, time.Now())
 	held := holdDataPlane(r.Plugins, ns, running)

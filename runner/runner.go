@@ -59,6 +59,14 @@ type Runner struct {
 	// and every wanted object the Reader does not show is read. [WithManager] derives
 	// it from the manager's cache options.
 	FullyCached []schema.GroupKind
+	// Trimmed lists the kinds of which the Reader shows trimmed objects: a cache Transform keeps
+	// only part of each (CacheByObject's keeps of a ConfigMap its name, UID, the managed labels and
+	// the controller reference, so that other writers' ConfigMaps cannot fill the controller's
+	// memory). A wanted object of such a kind is read in full from APIReader in every Apply: its
+	// content and managedFields decide whether it is intact. One no plugin wants is judged by its
+	// labels and controller alone, which is all that pruning it takes. A Runner with Trimmed kinds
+	// and no APIReader refuses to apply. [WithManager] derives it from the manager's cache options.
+	Trimmed []schema.GroupKind
 	// Plugins run in this order within each phase.
 	Plugins []plugin.Plugin
 	// WaitRequeue is the requeue delay while a plugin waits; zero means DefaultWaitRequeue.
@@ -116,12 +124,16 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 		res.Errors = append(res.Errors, err)
 		return res
 	}
-	plans, obs, held, err := r.generate(ctx, res, profile, ns, obs, notServed)
+	// Labels only claim an object; the Profile as its controller proves it (ours.go).
+	cl := claims{}
+	obs.Objects = disown(profile, obs.Objects, cl)
+	plans, obs, held, err := r.generate(ctx, res, profile, ns, obs, notServed, cl)
+	r.warnClaims(res, profile, cl)
 	if err != nil {
 		res.Errors = append(res.Errors, err)
 		return res
 	}
-	ap := plan(ns, obs, held, plans)
+	ap := plan(ns, obs, held, plans, cl)
 
 	// Enrolment labels that change come off before the objects they send traffic to change. When
 	// that write fails, the labels still route to the objects as they are: the object phase then

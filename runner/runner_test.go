@@ -81,6 +81,14 @@ func testProfile() *profilev1.Profile {
 	}
 }
 
+// controlledByTestProfile sets testProfile() as obj's controller, as the runner does on what it
+// writes: with the managed labels, that makes obj the plugins' own.
+func controlledByTestProfile[T client.Object](obj T) T {
+	obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: ns,
+		UID: testProfile().UID, Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}})
+	return obj
+}
+
 // env is a fake API server that counts writes.
 type env struct {
 	client.Client
@@ -384,7 +392,7 @@ func TestAdoptTakesOverOnlyWhatThePluginNames(t *testing.T) {
 	otherPlugin := configMap("cfg", nil)
 	otherPlugin.Namespace = ns
 	otherPlugin.Labels = map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: "waypoint"}
-	e := newEnv(t, kfamMade, otherPlugin)
+	e := newEnv(t, kfamMade, controlledByTestProfile(otherPlugin))
 
 	ref := policyRef(kfamMade.Name)
 	cmRef := plugin.Ref{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Name: "cfg"}

@@ -170,14 +170,15 @@ func TestOptInReferencesOnlyThePluginsConfigMap(t *testing.T) {
 		name     string
 		observed []client.Object
 		ref      bool
-		waits    bool
+		// wait is what the Waiting message says, "" for none.
+		wait string
 	}{
-		{"new namespace: the Gateway is created after the ConfigMap", nil, true, false},
-		{"existing Gateway, ConfigMap not made yet", []client.Object{unpatched}, false, true},
-		{"existing Gateway, the plugin's ConfigMap", []client.Object{unpatched, ourPatch(cfg)}, true, false},
-		{"Gateway references the plugin's ConfigMap, which was deleted", []client.Object{programmed(cfg)}, true, false},
-		{"another writer's ConfigMap, no Gateway yet", []client.Object{foreign}, false, true},
-		{"another writer's ConfigMap, Gateway references it", []client.Object{programmed(cfg), foreign}, false, true},
+		{"new namespace: the Gateway is created after the ConfigMap", nil, true, ""},
+		{"existing Gateway, ConfigMap not made yet", []client.Object{unpatched}, false, "references ConfigMap " + patchName + " (mesh.waypoint.seccompPatch) only once"},
+		{"existing Gateway, the plugin's ConfigMap", []client.Object{unpatched, ourPatch(cfg)}, true, ""},
+		{"Gateway references the plugin's ConfigMap, which was deleted", []client.Object{programmed(cfg)}, true, ""},
+		{"another writer's ConfigMap, no Gateway yet", []client.Object{foreign}, false, "does not reference ConfigMap " + patchName + " (mesh.waypoint.seccompPatch) while another writer's holds its name"},
+		{"another writer's ConfigMap, Gateway references it", []client.Object{programmed(cfg), foreign}, false, "does not reference ConfigMap " + patchName + " (mesh.waypoint.seccompPatch) while another writer's holds its name"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -193,10 +194,20 @@ func TestOptInReferencesOnlyThePluginsConfigMap(t *testing.T) {
 				assert.Empty(t, refName(gw))
 				assert.NotContains(t, d.CreateRequires[gwRef], cmRef)
 			}
-			assert.Equal(t, tc.waits, strings.Contains(strings.Join(d.Waiting, "\n"), "references ConfigMap "+patchName+" (mesh.waypoint.seccompPatch) only once"))
-			// Once the waypoint is Programmed, routing requires the plugin's intact ConfigMap either way.
-			if _, routed := plugin.Lookup[*gatewayv1.Gateway](plugin.Observed{Objects: tc.observed}, "waypoint"); routed {
-				assert.Contains(t, d.LabelRequires["istio.io/use-waypoint"], cmRef)
+			waiting := strings.Join(d.Waiting, "\n")
+			if tc.wait == "" {
+				assert.NotContains(t, waiting, "ConfigMap "+patchName+" (mesh.waypoint.seccompPatch)")
+			} else {
+				assert.Contains(t, waiting, tc.wait)
+			}
+			// Once the waypoint is Programmed, routing requires the plugin's intact ConfigMap, and
+			// is wanted only through a Gateway that references it.
+			if _, programmed := plugin.Lookup[*gatewayv1.Gateway](plugin.Observed{Objects: tc.observed}, "waypoint"); programmed {
+				_, routed := d.Labels["istio.io/use-waypoint"]
+				assert.Equal(t, tc.ref, routed, "use-waypoint wanted")
+				if tc.ref {
+					assert.Contains(t, d.LabelRequires["istio.io/use-waypoint"], cmRef)
+				}
 			}
 		})
 	}

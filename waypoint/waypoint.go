@@ -165,6 +165,11 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	if *m.Waypoint.SeccompPatch {
 		d.Warnings = append(d.Warnings, p.patchWarning(t.Namespace))
 	}
+	// With the opt-in on, traffic goes only through a waypoint built with the plugin's own patch: while
+	// the Gateway cannot reference it (another writer's ConfigMap holds its name, or it is not made
+	// yet), the routing labels are not wanted, so the runner takes them off before the Gateway
+	// changes, and sets them once istiod has programmed the Gateway that references it.
+	unpatched := *m.Waypoint.SeccompPatch && !referencesPatch(gw)
 	serve, whyNot := p.waypointMayServe(t.Observed, gw)
 	if serve {
 		d.Objects = append(d.Objects, gw)
@@ -199,7 +204,7 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	if elsewhere != nil {
 		d.Errors = append(d.Errors, elsewhere)
 	}
-	if ready, why := Ready(t.Observed, gw); ready && serve && detached == "" && elsewhere == nil {
+	if ready, why := Ready(t.Observed, gw); ready && serve && detached == "" && elsewhere == nil && !unpatched {
 		d.Labels[label.IoIstioUseWaypoint.Name] = gw.Name
 		// Ready judged the Gateway by its observed status: a change written to it in this call
 		// makes that status the previous generation's.
@@ -267,8 +272,16 @@ func (p *Plugin) patchConfigMap(t plugin.Target, gw *gatewayv1.Gateway) (*corev1
 		if gw.Spec.Infrastructure.Labels == nil && gw.Spec.Infrastructure.Annotations == nil {
 			gw.Spec.Infrastructure = nil
 		}
-		return want, []string{fmt.Sprintf("Gateway %s/%s references ConfigMap %s (mesh.waypoint.seccompPatch) only once that ConfigMap is the plugin's",
-			t.Namespace, gw.Name, want.Name)}
+		if exists {
+			// Another writer's, whatever its labels say (the runner shows the plugins' objects
+			// with their labels only when the Profile controls them): istiod would patch the
+			// waypoint Deployment with whatever it holds.
+			return want, []string{fmt.Sprintf("Gateway %s/%s does not reference ConfigMap %s (mesh.waypoint.seccompPatch) while another writer's holds its name, "+
+				"and istio.io/use-waypoint waits: istiod would build the waypoint from it; delete that ConfigMap to let the plugin make its own",
+				t.Namespace, gw.Name, want.Name)}
+		}
+		return want, []string{fmt.Sprintf("Gateway %s/%s references ConfigMap %s (mesh.waypoint.seccompPatch) only once that ConfigMap is the plugin's, "+
+			"and istio.io/use-waypoint waits for that", t.Namespace, gw.Name, want.Name)}
 	}
 	return want, nil
 }

@@ -10,7 +10,6 @@ import (
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -20,16 +19,6 @@ import (
 )
 
 // programWaypoint plays istiod: the namespace's waypoint is Programmed for its generation.
-func programWaypoint(t *testing.T, c client.Client, ns string) {
-	t.Helper()
-	gw := &gatewayv1.Gateway{}
-	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: config.DefaultWaypointName}, gw))
-	gw.Status.Conditions = []metav1.Condition{{Type: string(gatewayv1.GatewayConditionProgrammed), Status: metav1.ConditionTrue,
-		Reason: "Programmed", ObservedGeneration: gw.Generation, LastTransitionTime: metav1.Now()}}
-	gw.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Type: ptr.To(gatewayv1.IPAddressType), Value: "10.96.10.10"}}
-	require.NoError(t, c.Status().Update(context.Background(), gw, client.FieldOwner("istiod")))
-}
-
 // FINDING (fail-open, persistent and silent; anyone who may update AuthorizationPolicies or
 // Gateways in the namespace). istiod reads a policy labelled istio.io/rev only in that revision
 // (istio/istio pkg/config/model.go, LabelsInRevision, the informer filter of ztunnel's and the

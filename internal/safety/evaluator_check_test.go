@@ -7,9 +7,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
+	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -37,6 +39,7 @@ func policyWith(t *testing.T, name, plugin, spec string) *istiosecurityv1.Author
 	p := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: userNS}}
 	if plugin != "" {
 		p.Labels = map[string]string{labelManagedBy: managedByValue, labelPlugin: plugin}
+		p.OwnerReferences = controlledByThisProfile()
 	}
 	require.NoError(t, p.Spec.UnmarshalJSON([]byte(spec)))
 	return p
@@ -81,11 +84,45 @@ func TestEvaluatorJudgesTheOwnerPolicy(t *testing.T) {
 	assert.NotEmpty(t, s.ownerProblem([]string{"alice@example.com"}), "without targetRefs it is not attached to the waypoint")
 }
 
+// controlledByThisProfile is the owner reference the runner sets: this Profile as controller.
+func controlledByThisProfile() []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: userNS, UID: profileUID, Controller: ptr.To(true)}}
+}
+
+// The runner's labels only claim an object: without this Profile as its controller it is an
+// editor's, whatever it holds.
+func TestEvaluatorWantsTheProfileAsController(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		owners []metav1.OwnerReference
+		ours   bool
+	}{
+		{"this Profile as controller", controlledByThisProfile(), true},
+		{"any version of the Profile's group", []metav1.OwnerReference{{APIVersion: "kubeflow.org/v2", Kind: "Profile", Name: userNS, UID: profileUID, Controller: ptr.To(true)}}, true},
+		{"labels copied, no owner", nil, false},
+		{"this Profile as an owner, not the controller", []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: userNS, UID: profileUID}}, false},
+		{"an earlier Profile of the same name", []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: userNS, UID: earlierProfileUID, Controller: ptr.To(true)}}, false},
+		{"another kind with this Profile's UID", []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: userNS, UID: profileUID, Controller: ptr.To(true)}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := policyWith(t, ztunnelPolicy, "authz", compact(wantZtunnel()))
+			p.OwnerReferences = c.owners
+			assert.Equal(t, c.ours, isManaged(p))
+			assert.Equal(t, !c.ours, impostor(p))
+			s := snapshot{policies: map[string]*istiosecurityv1.AuthorizationPolicy{ztunnelPolicy: p}}
+			assert.Equal(t, c.ours, s.ztunnelProblem() == "", s.ztunnelProblem())
+			assert.Equal(t, map[bool]int{true: 0, false: 1}[c.ours], s.impostors())
+		})
+	}
+	unlabelled := policyWith(t, ztunnelPolicy, "", compact(wantZtunnel()))
+	assert.False(t, impostor(unlabelled), "an object without the runner's labels claims nothing")
+}
+
 func TestEvaluatorJudgesTheWaypoint(t *testing.T) {
 	gw := func(mutate func(*gatewayv1.Gateway)) snapshot {
 		g := &gatewayv1.Gateway{
 			ObjectMeta: metav1.ObjectMeta{Name: waypointName, Namespace: userNS, Generation: 2,
-				Labels: map[string]string{labelManagedBy: managedByValue, labelPlugin: "waypoint"}},
+				Labels: map[string]string{labelManagedBy: managedByValue, labelPlugin: "waypoint"}, OwnerReferences: controlledByThisProfile()},
 			Spec: gatewayv1.GatewaySpec{GatewayClassName: "istio-waypoint",
 				Listeners: []gatewayv1.Listener{{Name: "mesh", Port: 15008, Protocol: "HBONE"}},
 				Infrastructure: &gatewayv1.GatewayInfrastructure{ParametersRef: &gatewayv1.LocalParametersReference{
@@ -96,10 +133,37 @@ func TestEvaluatorJudgesTheWaypoint(t *testing.T) {
 			},
 		}
 		mutate(g)
-		return snapshot{gateways: map[string]*gatewayv1.Gateway{waypointName: g}}
+		patch := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: seccompCM, Namespace: userNS,
+			Labels: map[string]string{labelManagedBy: managedByValue, labelPlugin: "waypoint"}, OwnerReferences: controlledByThisProfile()},
+			Data: wantPatch()}
+		return snapshot{gateways: map[string]*gatewayv1.Gateway{waypointName: g}, configMaps: map[string]*corev1.ConfigMap{seccompCM: patch}}
 	}
 	assert.Empty(t, gw(func(*gatewayv1.Gateway) {}).waypointProblem(waypointName))
 	assert.Empty(t, gw(func(g *gatewayv1.Gateway) { g.Labels["istio.io/waypoint-for"] = "service" }).waypointProblem(waypointName))
+	for name, mutate := range map[string]func(*corev1.ConfigMap){
+		"its patch ConfigMap has copied labels and another controller": func(c *corev1.ConfigMap) {
+			c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "editor", UID: "d", Controller: ptr.To(true)}}
+		},
+		"its patch ConfigMap holds another key": func(c *corev1.ConfigMap) { c.Data["service"] = "spec: {}" },
+		"its patch ConfigMap patches the image": func(c *corev1.ConfigMap) {
+			c.Data["deployment"] = "spec: {template: {spec: {containers: [{name: istio-proxy, image: x}]}}}"
+		},
+	} {
+		s := gw(func(*gatewayv1.Gateway) {})
+		mutate(s.configMaps[seccompCM])
+		assert.NotEmpty(t, s.waypointProblem(waypointName), name)
+	}
+	missing := gw(func(*gatewayv1.Gateway) {})
+	delete(missing.configMaps, seccompCM)
+	assert.NotEmpty(t, missing.waypointProblem(waypointName), "its patch ConfigMap is missing")
+	// Without a parametersRef istiod builds the waypoint from its defaults, whatever ConfigMap
+	// holds the patch's name; only another reference is a problem.
+	unpatched := gw(func(g *gatewayv1.Gateway) { g.Spec.Infrastructure = nil })
+	unpatched.configMaps[seccompCM].OwnerReferences = nil
+	assert.Empty(t, unpatched.waypointProblem(waypointName), "a waypoint that references no ConfigMap")
+	assert.NotEmpty(t, unpatched.patchProblem(), "the patch ConfigMap is an impostor")
+	other := gw(func(g *gatewayv1.Gateway) { g.Spec.Infrastructure.ParametersRef.Name = "editor-patch" })
+	assert.NotEmpty(t, other.waypointProblem(waypointName), "a waypoint patched by another ConfigMap")
 	for name, mutate := range map[string]func(*gatewayv1.Gateway){
 		"not Programmed":                     func(g *gatewayv1.Gateway) { g.Status.Conditions[0].Status = metav1.ConditionFalse },
 		"Programmed for an older generation": func(g *gatewayv1.Gateway) { g.Status.Conditions[0].ObservedGeneration = 1 },
@@ -111,6 +175,7 @@ func TestEvaluatorJudgesTheWaypoint(t *testing.T) {
 		"labelled istio.io/rev=off":          func(g *gatewayv1.Gateway) { g.Labels["istio.io/rev"] = "off" },
 		"for no traffic":                     func(g *gatewayv1.Gateway) { g.Labels["istio.io/waypoint-for"] = "none" },
 		"another proxy image":                func(g *gatewayv1.Gateway) { g.Annotations = map[string]string{"sidecar.istio.io/proxyImage": "x"} },
+		"labels copied, no controller":       func(g *gatewayv1.Gateway) { g.OwnerReferences = nil },
 	} {
 		assert.NotEmpty(t, gw(mutate).waypointProblem(waypointName), name)
 	}

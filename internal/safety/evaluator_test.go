@@ -65,7 +65,7 @@ func (w *world) snap() snapshot {
 	w.must(w.store.List(w.ctx, aps, client.InNamespace(userNS)))
 	for _, p := range aps.Items {
 		s.policies[p.Name] = p
-		if !isManaged(p.Labels) {
+		if !isManaged(p) {
 			s.versions["AuthorizationPolicy/"+userNS+"/"+p.Name] = p.ResourceVersion
 		}
 	}
@@ -74,7 +74,7 @@ func (w *world) snap() snapshot {
 	for i := range gws.Items {
 		g := &gws.Items[i]
 		s.gateways[g.Name] = g
-		if !isManaged(g.Labels) {
+		if !isManaged(g) {
 			s.versions["Gateway/"+userNS+"/"+g.Name] = g.ResourceVersion
 		}
 	}
@@ -83,7 +83,7 @@ func (w *world) snap() snapshot {
 	for i := range cms.Items {
 		c := &cms.Items[i]
 		s.configMaps[c.Name] = c
-		if !isManaged(c.Labels) {
+		if !isManaged(c) {
 			s.versions["ConfigMap/"+userNS+"/"+c.Name] = c.ResourceVersion
 		}
 	}
@@ -145,10 +145,32 @@ func (s snapshot) onlyRunnerOwns(key string) bool {
 	return !slices.ContainsFunc(owners, func(m string) bool { return !isRunnerManager(m) })
 }
 
-func isManaged(labels map[string]string) bool { return labels[labelManagedBy] == managedByValue }
+// isManaged: the object is the runner's. Its managed-by label only claims it: anyone who may create
+// objects in the namespace can copy labels. What proves it is its controller owner reference: the
+// Profile (kind Profile of group kubeflow.org, any version) with the Profile's UID, which the
+// runner sets on everything it writes (kubeflow.md: the profiles controller's objects are
+// controlled by their Profile, and garbage collection deletes them with it).
+func isManaged(o metav1.Object) bool {
+	return o.GetLabels()[labelManagedBy] == managedByValue && profileControlled(o)
+}
 
-func managedByPlugin(labels map[string]string, plugin string) bool {
-	return labels[labelManagedBy] == managedByValue && labels[labelPlugin] == plugin
+func managedByPlugin(o metav1.Object, plugin string) bool {
+	return isManaged(o) && o.GetLabels()[labelPlugin] == plugin
+}
+
+// profileControlled: the object's controller is this Profile.
+func profileControlled(o metav1.Object) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller {
+			return ref.Kind == "Profile" && strings.HasPrefix(ref.APIVersion, "kubeflow.org/") && ref.UID == profileUID
+		}
+	}
+	return false
+}
+
+// impostor: the object carries the managed-by label without being the runner's.
+func impostor(o metav1.Object) bool {
+	return o.GetLabels()[labelManagedBy] == managedByValue && !profileControlled(o)
 }
 
 func hasSidecar(p *corev1.Pod) bool {
@@ -244,6 +266,24 @@ func wantGateway() map[string]any {
 		"infrastructure":{"parametersRef":{"group":"","kind":"ConfigMap","name":%q}}}`, seccompCM))
 }
 
+// wantPatch: the per-namespace seccomp patch, a strategic merge patch of the waypoint Deployment
+// under istiod's "deployment" key (istio-ambient.md, pod-security.md).
+func wantPatch() map[string]string {
+	return map[string]string{"deployment": "spec:\n  template:\n    spec:\n      securityContext:\n        seccompProfile:\n          type: RuntimeDefault\n"}
+}
+
+// formatOwners lists owner references as Kind/name(uid), the controller marked with a star.
+func formatOwners(refs []metav1.OwnerReference) string {
+	parts := make([]string, len(refs))
+	for i, r := range refs {
+		parts[i] = fmt.Sprintf("%s/%s(%s)", r.Kind, r.Name, r.UID)
+		if r.Controller != nil && *r.Controller {
+			parts[i] += "*"
+		}
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
 func fromJSON(s string) map[string]any {
 	var m map[string]any
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
@@ -320,8 +360,8 @@ func policyProblem(p *istiosecurityv1.AuthorizationPolicy, plugin string, wants 
 	if p == nil {
 		return "missing"
 	}
-	if !managedByPlugin(p.Labels, plugin) {
-		return fmt.Sprintf("not managed by plugin %s (labels %s)", plugin, formatLabels(p.Labels))
+	if !managedByPlugin(p, plugin) {
+		return fmt.Sprintf("not managed by plugin %s (labels %s, owners %s)", plugin, formatLabels(p.Labels), formatOwners(p.OwnerReferences))
 	}
 	if f := foreignIstioMetadata(p.Labels, p.Annotations, policyIstioLabels, policyIstioAnnotations); f != "" {
 		return "marked with Istio metadata istiod reads: " + f
@@ -362,14 +402,26 @@ func (s snapshot) waypointProblem(name string) string {
 	switch {
 	case g == nil:
 		return "waypoint " + name + " missing"
-	case !managedByPlugin(g.Labels, "waypoint"):
-		return fmt.Sprintf("waypoint %s not managed by plugin waypoint (labels %s)", name, formatLabels(g.Labels))
+	case !managedByPlugin(g, "waypoint"):
+		return fmt.Sprintf("waypoint %s not managed by plugin waypoint (labels %s, owners %s)", name, formatLabels(g.Labels), formatOwners(g.OwnerReferences))
 	}
 	if f := foreignIstioMetadata(g.Labels, g.Annotations, gatewayIstioLabels, gatewayIstioAnnotation); f != "" {
 		return fmt.Sprintf("waypoint %s marked with Istio metadata istiod reads: %s", name, f)
 	}
-	if got := toJSONMap(&g.Spec); !reflect.DeepEqual(got, wantGateway()) {
-		return fmt.Sprintf("waypoint %s spec is %s, want %s", name, compact(got), compact(wantGateway()))
+	// istiod builds the waypoint Deployment from its defaults, patched by the ConfigMap the
+	// Gateway's parametersRef names, if any: the Gateway names none, or the runner's own intact
+	// seccomp patch and nothing else, so nobody else's ConfigMap shapes the pod traffic goes
+	// through. (Which of the two the runner wants is liveness, see F-LIVE and patchProblem.)
+	got, want := toJSONMap(&g.Spec), wantGateway()
+	_, patched := got["infrastructure"]
+	if !patched {
+		delete(want, "infrastructure")
+	}
+	if !reflect.DeepEqual(got, want) {
+		return fmt.Sprintf("waypoint %s spec is %s, want %s", name, compact(got), compact(want))
+	}
+	if p := s.patchProblem(); patched && p != "" {
+		return p
 	}
 	for _, c := range g.Status.Conditions {
 		if c.Type == "Programmed" {
@@ -383,13 +435,26 @@ func (s snapshot) waypointProblem(name string) string {
 	return "waypoint " + name + " has no Programmed condition"
 }
 
+// patchProblem says why the seccomp ConfigMap is not the runner's own, intact patch ("" when it is).
+func (s snapshot) patchProblem() string {
+	switch c := s.configMaps[seccompCM]; {
+	case c == nil:
+		return "seccomp ConfigMap " + seccompCM + " missing"
+	case !managedByPlugin(c, "waypoint"):
+		return fmt.Sprintf("seccomp ConfigMap %s not managed by plugin waypoint (labels %s, owners %s)", seccompCM, formatLabels(c.Labels), formatOwners(c.OwnerReferences))
+	case !reflect.DeepEqual(c.Data, wantPatch()) || len(c.BinaryData) > 0:
+		return fmt.Sprintf("seccomp ConfigMap %s holds %v, want %v", seccompCM, c.Data, wantPatch())
+	}
+	return ""
+}
+
 // wildcardIdentities lists header values in the managed policies that Istio would treat as a
 // wildcard (leading or trailing '*') or that are empty.
 func (s snapshot) wildcardIdentities() []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(s.policies)) {
 		p := s.policies[name]
-		if !managedByPlugin(p.Labels, "authz") {
+		if !managedByPlugin(p, "authz") {
 			continue
 		}
 		for _, r := range p.Spec.Rules {

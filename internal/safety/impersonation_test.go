@@ -43,13 +43,13 @@ func (w *world) impersonatedApply(drift string) error {
 			name = ownerPolicy
 		}
 		p := s.policies[name]
-		if p == nil || !managedByPlugin(p.Labels, "authz") || len(p.Spec.TargetRefs) > 0 || p.Spec.Selector != nil {
+		if p == nil || !managedByPlugin(p, "authz") || len(p.Spec.TargetRefs) > 0 || p.Spec.Selector != nil {
 			return errNotApplicable // the CRD refuses selector together with targetRefs
 		}
 		obj, plugin = p, "authz"
 	case "waypoint parametersRef":
 		g := s.gateways[waypointName]
-		if g == nil || !managedByPlugin(g.Labels, "waypoint") {
+		if g == nil || !managedByPlugin(g, "waypoint") {
 			return errNotApplicable
 		}
 		obj, plugin = g, "waypoint"

@@ -22,15 +22,19 @@ import (
 //	W-ENROL    if "dataplane-mode=ambient ⇒ the managed ztunnel policy is present and intact" held
 //	           before the write, it holds after it.
 //	W-ROUTE    the same for "use-waypoint / ingress-use-waypoint ⇒ the managed owner policy
-//	           attached to the waypoint, the ztunnel policy, and the managed waypoint Programmed".
+//	           attached to the waypoint, the ztunnel policy, and the managed waypoint Programmed,
+//	           patched by no ConfigMap or only by the managed seccomp ConfigMap holding only the
+//	           seccomp patch". Managed means the runner's label and the Profile as controller,
+//	           never labels alone.
 //	           Together with W-ENROL: the runner never sets or keeps a routing or enrolment label
 //	           across a write that takes its protection away, and never sets one before it stands.
 //	W-ENFORCE  the enforce label is never removed (except by revoke), never loosened when another
 //	           writer owns it (its stricter level is kept), and never loosened below the level
 //	           the admin and the Profile want.
-//	W-FOREIGN  no write changes or deletes a foreign object (one without the runner's managed-by
-//	           label; the owner policy only when adoptOwnerPolicy allows it), a namespace label
-//	           outside the runner's keys, a pod, or anything in another namespace.
+//	W-FOREIGN  no write changes or deletes a foreign object (one that is not the runner's: without
+//	           its managed-by label, or with it but not controlled by the Profile, an impostor; the
+//	           owner policy only when adoptOwnerPolicy allows it and it is no impostor), a namespace
+//	           label outside the runner's keys, a pod, or anything in another namespace.
 //	W-WILDCARD no managed policy compares the user-id header with a wildcard or empty value.
 //
 // After every reconcile in which no injected fault fired (the runner had its chance):
@@ -59,8 +63,9 @@ import (
 // At the fixed point (the Settle action: faults stop, three reconciles, then a fourth):
 //
 //	F-CONVERGE the fourth call writes nothing and has no retryable error.
-//	F-LIVE     in ambient mode with a valid owner, intact policies and a Programmed managed
-//	           waypoint, the namespace routes through it (use-waypoint and ingress-use-waypoint);
+//	F-LIVE     in ambient mode with a valid owner, intact policies, the managed seccomp patch and
+//	           a Programmed managed waypoint, the namespace routes through it (use-waypoint and
+//	           ingress-use-waypoint);
 //	           in sidecar mode injection is on and the runner routes nothing to a waypoint.
 
 // runnerKeys are the namespace labels the runner may write.
@@ -211,8 +216,8 @@ func (w *world) checkForeign(at string, before, after snapshot) {
 		if after.versions[k] == before.versions[k] {
 			continue
 		}
-		if k == "AuthorizationPolicy/"+userNS+"/"+ownerPolicy && w.cfg.adopt && w.inRunner == "reconcile" {
-			continue // adoptOwnerPolicy: taking the old controller's owner policy over is allowed
+		if k == "AuthorizationPolicy/"+userNS+"/"+ownerPolicy && w.cfg.adopt && w.inRunner == "reconcile" && !impostor(before.policies[ownerPolicy]) {
+			continue // adoptOwnerPolicy: taking the old controller's owner policy over is allowed; one that copies the runner's labels never is
 		}
 		w.violate("W-FOREIGN", "%s%s is not the runner's, yet the write changed or deleted it", at, k)
 	}
@@ -235,7 +240,7 @@ func (w *world) checkForeign(at string, before, after snapshot) {
 func (w *world) checkReconciled(res *runner.Result, s snapshot) {
 	ambient := w.cfg.mode == config.ModeAmbient
 	zt := s.policies[ztunnelPolicy]
-	ztunnelForeign := zt != nil && !managedByPlugin(zt.Labels, "authz")
+	ztunnelForeign := zt != nil && !managedByPlugin(zt, "authz")
 	if ambient && s.labels[labelDataplane] != "ambient" {
 		// With an invalid Profile the access plugin cannot run, so a ztunnel policy that is missing
 		// or drifted cannot be repaired; an empty namespace may then stay or become unenrolled.
@@ -311,15 +316,15 @@ func (w *world) checkRevoked(res *runner.Result, s snapshot) {
 			w.violate("V-REVOKE", "after a fault-free revoke the runner still owns %s=%s", key, s.labels[key])
 		}
 	}
-	if p := s.policies[ownerPolicy]; p != nil && managedByPlugin(p.Labels, "authz") && (len(p.Spec.TargetRefs) > 0 || !s.sidecarPodRuns()) {
+	if p := s.policies[ownerPolicy]; p != nil && managedByPlugin(p, "authz") && (len(p.Spec.TargetRefs) > 0 || !s.sidecarPodRuns()) {
 		// A selector-less owner policy stays while a pod with a sidecar runs: it is that pod's
 		// only ALLOW policy (plugin.PodProtector).
 		w.violate("V-REVOKE", "after a fault-free revoke the managed owner policy is still there")
 	}
-	if g := s.gateways[waypointName]; g != nil && managedByPlugin(g.Labels, "waypoint") {
+	if g := s.gateways[waypointName]; g != nil && managedByPlugin(g, "waypoint") {
 		w.violate("V-REVOKE", "after a fault-free revoke the managed waypoint is still there")
 	}
-	if c := s.configMaps[seccompCM]; c != nil && managedByPlugin(c.Labels, "waypoint") {
+	if c := s.configMaps[seccompCM]; c != nil && managedByPlugin(c, "waypoint") {
 		w.violate("V-REVOKE", "after a fault-free revoke the managed seccomp ConfigMap is still there")
 	}
 	if res.Retryable() {
@@ -342,7 +347,8 @@ func (w *world) checkFixedPoint(res *runner.Result) {
 	switch w.cfg.mode {
 	case config.ModeAmbient:
 		wp := s.gateways[waypointName]
-		ready := wp != nil && s.waypointProblem(waypointName) == "" && s.ztunnelProblem() == "" && s.ownerProblem(w.acceptableOwners()) == ""
+		ready := wp != nil && s.waypointProblem(waypointName) == "" && s.patchProblem() == "" &&
+			s.ztunnelProblem() == "" && s.ownerProblem(w.acceptableOwners()) == ""
 		if ready && (s.labels[labelUseWaypoint] != waypointName || s.labels[labelIngress] != "true") {
 			w.violate("F-LIVE", "at the fixed point everything a waypoint needs stands, yet %s=%q and %s=%q",
 				labelUseWaypoint, s.labels[labelUseWaypoint], labelIngress, s.labels[labelIngress])

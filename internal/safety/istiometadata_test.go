@@ -61,7 +61,7 @@ func (w *world) foreignIstioMetadata(which, change, writer string) error {
 			obj, plugin = c, "waypoint"
 		}
 	}
-	if obj == nil || !managedByPlugin(obj.GetLabels(), plugin) {
+	if obj == nil || !managedByPlugin(obj, plugin) {
 		return errNotApplicable
 	}
 	meta := obj.GetLabels()

@@ -57,7 +57,7 @@ func TestRunnerSafety(t *testing.T) {
 			mode:    rapid.SampledFrom([]config.MeshMode{config.ModeAmbient, config.ModeSidecar}).Draw(t, "initial mesh mode"),
 			enforce: rapid.IntRange(privileged, restricted).Draw(t, "initial admin enforce level (0 privileged, 1 baseline, 2 restricted)"),
 			hold:    rapid.Bool().Draw(t, "initial preflight hold"),
-			wired:   rapid.Bool().Draw(t, "reads through a managed-only ConfigMap cache and an API reader"),
+			wired:   rapid.Bool().Draw(t, "reads through a managed-only, trimming ConfigMap cache and an API reader"),
 		}
 		initial := rapid.SampledFrom([]string{"", "baseline"}).Draw(t, "enforce label before the runner first runs")
 		w := newWorld(t, cfg, initial, skip)
@@ -70,7 +70,7 @@ func TestRunnerSafety(t *testing.T) {
 	// chance is a flaky one.
 	checks, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
 	for _, state := range []string{stateRouted, stateBareAmbient, stateSidecarKeepsAmbient, stateRevokedWithPods,
-		stateFaultFired, stateForeignName, stateHeld} {
+		stateFaultFired, stateForeignName, stateHeld, stateImpostor} {
 		t.Logf("%6d runner calls ended with: %s", reached[state], state)
 		if checks >= 1000 && len(skip) == 0 {
 			if reached[state] == 0 {

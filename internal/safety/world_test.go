@@ -98,8 +98,8 @@ type cfgModel struct {
 	adopt    bool
 	override bool // podSecurity.overrides lets alice choose down to privileged
 	// wired reads as cmd/profile-plugins-controller does: ConfigMaps through a cache of the plugins'
-	// own only, past it through an API reader for hidden wanted names and for pods when a decision
-	// needs them.
+	// own only, trimmed to their metadata, past it through an API reader for hidden wanted names,
+	// for the wanted ones in full and for pods when a decision needs them.
 	wired bool
 }
 
@@ -243,20 +243,24 @@ func (w *world) runner() *runner.Runner {
 			{Group: gatewayv1.GroupName, Kind: "Gateway"},
 			{Group: rbacv1.GroupName, Kind: "RoleBinding"},
 		}
+		r.Trimmed = []schema.GroupKind{{Kind: "ConfigMap"}}
 	}
 	return r
 }
 
-// managedConfigMapsOnly shows ConfigMaps only when the plugins made them, as a cache with
-// profileplugins.CacheByObject's label selector does.
+// managedConfigMapsOnly shows ConfigMaps only when they carry the plugins' label, and of those only
+// what the cache transform keeps, as a cache with profileplugins.CacheByObject does.
 type managedConfigMapsOnly struct{ client.Reader }
 
 func (m managedConfigMapsOnly) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if err := m.Reader.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	if _, cm := obj.(*corev1.ConfigMap); cm && !runner.ManagedSelector().Matches(labels.Set(obj.GetLabels())) {
-		return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		if !runner.ManagedSelector().Matches(labels.Set(obj.GetLabels())) {
+			return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+		}
+		*cm = *trimmed(cm)
 	}
 	return nil
 }
@@ -269,8 +273,20 @@ func (m managedConfigMapsOnly) List(ctx context.Context, list client.ObjectList,
 		cms.Items = slices.DeleteFunc(cms.Items, func(cm corev1.ConfigMap) bool {
 			return !runner.ManagedSelector().Matches(labels.Set(cm.Labels))
 		})
+		for i := range cms.Items {
+			cms.Items[i] = *trimmed(&cms.Items[i])
+		}
 	}
 	return nil
+}
+
+// trimmed is cm as profileplugins.CacheByObject's transform keeps it in the cache.
+func trimmed(cm *corev1.ConfigMap) *corev1.ConfigMap {
+	out, err := runner.TrimConfigMap(cm.DeepCopy())
+	if err != nil {
+		panic(err)
+	}
+	return out.(*corev1.ConfigMap)
 }
 
 // reconcile runs Runner.Apply as the profiles controller does and checks the outcome.
@@ -504,7 +520,8 @@ func (w *world) countReached(s snapshot) {
 	count(stateSidecarKeepsAmbient, w.cfg.mode == config.ModeSidecar && enrolled && bare && s.runnerOwns(labelDataplane))
 	count(stateRevokedWithPods, w.revoked && len(s.pods) > 0)
 	count(stateFaultFired, w.fired > 0)
-	count(stateForeignName, (zt != nil && !isManaged(zt.Labels)) || (owner != nil && !isManaged(owner.Labels)) || (wp != nil && !isManaged(wp.Labels)))
+	count(stateForeignName, (zt != nil && !isManaged(zt)) || (owner != nil && !isManaged(owner)) || (wp != nil && !isManaged(wp)))
+	count(stateImpostor, s.impostors() > 0)
 	count(stateHeld, w.cfg.hold && level < want && len(w.violatingPods(s, want)) > 0)
 }
 
@@ -515,5 +532,6 @@ const (
 	stateRevokedWithPods     = "revoked while pods run"
 	stateFaultFired          = "an injected fault fired during a runner call"
 	stateForeignName         = "a foreign object holds a managed name"
+	stateImpostor            = "an editor's object carries the runner's labels without the Profile as controller"
 	stateHeld                = "preflight hold keeps a looser level while pods violate the wanted one"
 )
