@@ -64,6 +64,7 @@ func (w *world) snap() snapshot {
 	aps := &istiosecurityv1.AuthorizationPolicyList{}
 	w.must(w.store.List(w.ctx, aps, client.InNamespace(userNS)))
 	for _, p := range aps.Items {
+		p = handedOver(w, p)
 		s.policies[p.Name] = p
 		if !isManaged(p) {
 			s.versions["AuthorizationPolicy/"+userNS+"/"+p.Name] = p.ResourceVersion
@@ -72,7 +73,7 @@ func (w *world) snap() snapshot {
 	gws := &gatewayv1.GatewayList{}
 	w.must(w.store.List(w.ctx, gws, client.InNamespace(userNS)))
 	for i := range gws.Items {
-		g := &gws.Items[i]
+		g := handedOver(w, &gws.Items[i])
 		s.gateways[g.Name] = g
 		if !isManaged(g) {
 			s.versions["Gateway/"+userNS+"/"+g.Name] = g.ResourceVersion
@@ -81,7 +82,7 @@ func (w *world) snap() snapshot {
 	cms := &corev1.ConfigMapList{}
 	w.must(w.store.List(w.ctx, cms, client.InNamespace(userNS)))
 	for i := range cms.Items {
-		c := &cms.Items[i]
+		c := handedOver(w, &cms.Items[i])
 		s.configMaps[c.Name] = c
 		if !isManaged(c) {
 			s.versions["ConfigMap/"+userNS+"/"+c.Name] = c.ResourceVersion
@@ -166,6 +167,22 @@ func profileControlled(o metav1.Object) bool {
 		}
 	}
 	return false
+}
+
+// handedOver returns o as the evaluator judges it. Revoke hands the objects it keeps for pods
+// still running to the namespace's deletion: it takes the Profile's owner reference (and the
+// finalizer) off, so garbage collection leaves them to the namespace's ordered deletion. Such an
+// object is still the runner's, and is judged with the Profile as its controller: once the
+// Profile is being deleted, one with the managed labels, no owner at all, and a field manager of
+// the runner among its writers. An editor's copy (made by another manager) stays an impostor.
+func handedOver[T client.Object](w *world, o T) T {
+	if !w.revoked || o.GetLabels()[labelManagedBy] != managedByValue || len(o.GetOwnerReferences()) > 0 ||
+		!slices.ContainsFunc(o.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return isRunnerManager(e.Manager) }) {
+		return o
+	}
+	cp := o.DeepCopyObject().(T)
+	cp.SetOwnerReferences(controlledByThisProfile())
+	return cp
 }
 
 // impostor: the object carries the managed-by label without being the runner's.
