@@ -21,10 +21,10 @@ const (
 	// made without kfam gets its policy soon.
 	DefaultKfamGracePeriod = 10 * time.Second
 	// MaxKfamGracePeriod bounds authorization.kfamGracePeriod.
-	MaxKfamGracePeriod = 5 * time.Minute
-	DefaultRootNamespace     = "istio-system"
-	DefaultUserIDHeader      = "kubeflow-userid"
-	DefaultIstiodNamespace   = "istio-system"
+	MaxKfamGracePeriod     = 5 * time.Minute
+	DefaultRootNamespace   = "istio-system"
+	DefaultUserIDHeader    = "kubeflow-userid"
+	DefaultIstiodNamespace = "istio-system"
 )
 
 // Names of the default platform callers.
