@@ -24,13 +24,15 @@ const WithdrawnAnnotation = "profile-plugins.kubeflow-ambient.io/withdrawn-at"
 // answers the dashboard with that error although the change was made. So, with a grace period:
 //
 //   - a policy that does not exist for a binding younger than the grace period is not created:
-//     kfam's POST comes first, and the plugin takes that policy over (Adopt) on its next call;
-//   - a policy of the plugin's whose binding is gone is emptied at once (an ALLOW policy without
-//     rules matches nothing, and next to the owner policy's it takes nothing away from anyone)
-//     and deleted only once the grace period has passed since, so kfam's delete finds it;
-//   - every contributor policy that exists is written UpdateOnly, so a write that lands after
-//     kfam's delete fails instead of creating the policy again, which would then be in the way
-//     of kfam's next POST for the same contributor.
+//     kfam's POST comes first, and the plugin takes that policy over (Adopt) in its next call;
+//   - a policy kfam made (another field manager than the plugin's still holds fields of it)
+//     whose binding is gone is emptied at once (an ALLOW policy without rules matches nothing,
+//     and next to the owner policy's it takes nothing away from anyone) and deleted only once the
+//     grace period has passed since, so kfam's DELETE finds it. A policy only the plugin ever
+//     wrote is deleted with its binding, as before: kfam never made it, and one the plugin wrote
+//     again after kfam's DELETE (an apply racing that DELETE creates the object anew: server-side
+//     apply creates a missing object even when the body names a resourceVersion) must not stand
+//     in the way of kfam's next POST for the same contributor.
 //
 // Neither wait grants anything: a new contributor reaches the namespace once a policy with the
 // header rule is there, as before; a removed one loses it as soon as the plugin sees the binding
@@ -63,7 +65,6 @@ func (p *Plugin) contributorsByPlugin(t plugin.Target, d *plugin.Desired) {
 		if _, observed := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](t.Observed, pol.Name); observed {
 			d.Objects = append(d.Objects, pol)
 			d.Adopt = append(d.Adopt, ref)
-			d.UpdateOnly = append(d.UpdateOnly, ref)
 			continue
 		}
 		if until := created[pol.Name].Add(grace); now.Before(until) {
@@ -86,7 +87,7 @@ func (p *Plugin) withdrawnContributors(t plugin.Target, wanted map[string]bool, 
 	}
 	for _, o := range t.Observed.Objects {
 		pol, ok := o.(*istiosecurityv1.AuthorizationPolicy)
-		if !ok || wanted[pol.Name] || !p.isOwnContributorPolicy(pol) {
+		if !ok || wanted[pol.Name] || !p.isOwnContributorPolicy(pol) || !kfamMadeIt(pol) {
 			continue
 		}
 		since := withdrawnSince(pol, now)
@@ -95,7 +96,6 @@ func (p *Plugin) withdrawnContributors(t plugin.Target, wanted map[string]bool, 
 			continue
 		}
 		d.Objects = append(d.Objects, p.policies.withdrawnPolicy(pol, since))
-		d.UpdateOnly = append(d.UpdateOnly, plugin.Ref{GroupKind: policyGK, Name: pol.Name})
 		d.Waiting = append(d.Waiting, fmt.Sprintf("AuthorizationPolicy %s admits no one since its RoleBinding went; it is left for kfam to delete until %s, then deleted",
 			pol.Name, until.UTC().Format(time.RFC3339)))
 	}
@@ -110,6 +110,18 @@ func (p *Plugin) isOwnContributorPolicy(pol *istiosecurityv1.AuthorizationPolicy
 	}
 	role := pol.Annotations[RoleAnnotation]
 	return role == RoleEdit || role == RoleView
+}
+
+// kfamMadeIt says whether another writer than this plugin (kfam, whose POST created the policy
+// and whose fields the takeover shared) holds fields of pol: then kfam's DELETE is coming.
+func kfamMadeIt(pol *istiosecurityv1.AuthorizationPolicy) bool {
+	own := plugin.FieldManager(PluginName)
+	for _, e := range pol.ManagedFields {
+		if e.Manager != own && e.Subresource == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // withdrawnSince is when pol was emptied, or now if it has not been (or its mark does not parse:

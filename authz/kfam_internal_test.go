@@ -48,12 +48,22 @@ func kfamsPolicy() *istiosecurityv1.AuthorizationPolicy {
 	return pol
 }
 
-// pluginsPolicy is bob's policy as this plugin wrote it (the runner's managed labels on it).
+// pluginsPolicy is bob's policy as this plugin wrote it (the runner's managed labels on it),
+// after taking over kfam's: kfam's create entry still holds the annotations they share.
 func pluginsPolicy(t *testing.T, p *Plugin) *istiosecurityv1.AuthorizationPolicy {
+	t.Helper()
+	pol := onlyPluginsPolicy(t, p)
+	pol.ManagedFields = append(pol.ManagedFields, metav1.ManagedFieldsEntry{Manager: "access-management", Operation: metav1.ManagedFieldsOperationUpdate})
+	return pol
+}
+
+// onlyPluginsPolicy is bob's policy as only this plugin ever wrote it.
+func onlyPluginsPolicy(t *testing.T, p *Plugin) *istiosecurityv1.AuthorizationPolicy {
 	t.Helper()
 	pol, err := ContributorPolicy(p.cfg, kfamNS, kfamUser, RoleEdit)
 	require.NoError(t, err)
 	pol.Labels = map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: PluginName}
+	pol.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: plugin.FieldManager(PluginName), Operation: metav1.ManagedFieldsOperationApply}}
 	return pol
 }
 
@@ -93,21 +103,18 @@ func TestContributorPolicyIsLeftToKfamWhileItsBindingIsYoung(t *testing.T) {
 		require.NotNil(t, pol, "%s: the grace period is over", mode)
 		assert.Equal(t, []string{kfamUser}, pol.Spec.Rules[0].When[0].Values, mode)
 		assert.Contains(t, d.Adopt, bobRef, mode)
-		assert.NotContains(t, d.UpdateOnly, bobRef, "%s: a missing policy may be created", mode)
 		assert.Empty(t, d.Waiting, mode)
 	}
 }
 
-// kfam's policy, once POSTed, is taken over at once, young binding or not, and written only as
-// an update: a takeover that lands after kfam deleted it must not create it again.
-func TestKfamsPolicyIsTakenOverAsAnUpdateOnly(t *testing.T) {
+// kfam's policy, once POSTed, is taken over at once, young binding or not.
+func TestKfamsPolicyIsTakenOverAtOnce(t *testing.T) {
 	for _, now := range []time.Time{t0, t0.Add(time.Hour)} {
 		d := generateFor(t, kfamPlugin(t, "ambient", "10s", now), bindingAt(t0), kfamsPolicy())
 		pol := contributorObject(d)
 		require.NotNil(t, pol)
 		require.Len(t, pol.Spec.TargetRefs, 1, "taken over onto the waypoint")
 		assert.Contains(t, d.Adopt, bobRef)
-		assert.Contains(t, d.UpdateOnly, bobRef)
 		assert.Empty(t, d.Waiting)
 	}
 }
@@ -125,12 +132,11 @@ func TestRemovedContributorsPolicyIsEmptiedAndLeftForKfam(t *testing.T) {
 		assert.Equal(t, "2026-12-01T14:00:01Z", pol.Annotations[WithdrawnAnnotation], mode)
 		assert.Equal(t, kfamUser, pol.Annotations[UserAnnotation], mode)
 		assert.Equal(t, mode == "ambient", len(pol.Spec.TargetRefs) == 1, "%s: attached where it was", mode)
-		assert.Contains(t, d.UpdateOnly, bobRef, "%s: never created again after kfam's DELETE", mode)
 		require.Len(t, d.Waiting, 1, mode)
 		assert.Contains(t, d.Waiting[0], "left for kfam to delete until 2026-12-01T14:00:11Z", mode)
 
 		// The next calls keep the mark, so the same body is wanted and nothing is rewritten.
-		pol.Labels = pluginsPolicy(t, p).Labels
+		pol.Labels, pol.ManagedFields = pluginsPolicy(t, p).Labels, pluginsPolicy(t, p).ManagedFields
 		p.now = func() time.Time { return t0.Add(10 * time.Second) }
 		again := contributorObject(generateFor(t, p, pol))
 		require.NotNil(t, again, mode)
@@ -164,7 +170,6 @@ func TestOnlyOwnContributorPoliciesAreEmptied(t *testing.T) {
 	owner.Name, owner.Annotations = p.cfg.Authorization.OwnerPolicyName, map[string]string{RoleAnnotation: RoleAdmin, UserAnnotation: "owner@example.com"}
 	d := generateFor(t, p, kfamsPolicy(), owner)
 	assert.Nil(t, contributorObject(d))
-	assert.NotContains(t, d.UpdateOnly, bobRef)
 	assert.Empty(t, d.Waiting)
 }
 
@@ -185,4 +190,17 @@ func TestWithdrawnPolicyHasNoRules(t *testing.T) {
 	assert.Nil(t, pol.Spec.Rules)
 	assert.Nil(t, pol.Spec.Selector)
 	assert.Equal(t, "ALLOW", pol.Spec.Action.String())
+}
+
+// A policy only the plugin ever wrote (kfam never POSTed it, or the plugin's apply made it again
+// after kfam's DELETE) goes with its binding: no DELETE of kfam's is coming, and kfam's next POST
+// for the contributor must not find it.
+func TestPolicyOnlyThePluginWroteGoesWithItsBinding(t *testing.T) {
+	p := kfamPlugin(t, "ambient", "10s", t0)
+	d := generateFor(t, p, onlyPluginsPolicy(t, p))
+	assert.Nil(t, contributorObject(d))
+	assert.Empty(t, d.Waiting)
+	emptied := p.policies.withdrawnPolicy(onlyPluginsPolicy(t, p), t0)
+	emptied.Labels, emptied.ManagedFields = onlyPluginsPolicy(t, p).Labels, onlyPluginsPolicy(t, p).ManagedFields
+	assert.Nil(t, contributorObject(generateFor(t, p, emptied)), "an emptied policy made again by the plugin's own apply")
 }

@@ -158,12 +158,6 @@ type Desired struct {
 	// name the plugin wants (for example the contributor policies kfam wrote before). Any other
 	// foreign object with a wanted name is a ConflictError and is left alone.
 	Adopt []Ref
-	// UpdateOnly names objects the runner only updates, never creates: one observed is written
-	// with its resourceVersion as precondition, so a write that comes after someone else deleted
-	// it fails instead of creating it again (the next call decides anew), and one not observed is
-	// left out. authz lists the contributor policies kfam made or is about to delete: kfam's own
-	// requests must find them as it left them.
-	UpdateOnly []Ref
 	// CreateRequires gates creation: an object listed here is created only once every object it
 	// names protects (exists, carries its plugin's labels and is intact, after the writes of the
 	// plugins and objects before it). An object that already exists is kept up to date as usual.

@@ -31,8 +31,6 @@ type objectStep struct {
 	waiting, warnings []string
 	err               error
 	unchanged         bool
-	// updateOnly: the plugin listed the object in Desired.UpdateOnly, so a write must not create it.
-	updateOnly bool
 }
 
 // writeObjects is the object phase: every wanted object of the plugins that did not fail, in
@@ -49,19 +47,13 @@ func (r *Runner) writeObjects(ctx context.Context, ap *applyPlan, rewrite bool) 
 		for _, ref := range p.desired.Adopt {
 			adopt[ref] = true
 		}
-		updateOnly := map[plugin.Ref]bool{}
-		for _, ref := range p.desired.UpdateOnly {
-			updateOnly[ref] = true
-		}
 		for i := range p.objects {
 			ao := &p.objects[i]
 			var claimed *claim
 			if c, ok := ap.claims[ao.ref]; ok {
 				claimed = &c
 			}
-			step := decideObject(p, ao, ap.obs, rewrite, adopt[ao.ref], sofar, claimed)
-			step.updateOnly = updateOnly[ao.ref]
-			ao.broken = r.writeObject(ctx, p, ao, step)
+			ao.broken = r.writeObject(ctx, p, ao, decideObject(p, ao, ap.obs, rewrite, adopt[ao.ref], sofar, claimed))
 			sofar.why[ao.ref] = ao.broken
 		}
 	}
@@ -156,27 +148,11 @@ func (r *Runner) writeObject(ctx context.Context, p *planned, ao *applyObject, s
 	if !s.send {
 		return s.broken
 	}
-	if s.updateOnly && s.cur == nil {
-		// Not observed: whoever deleted it meant it gone, and creating it is not the plugin's call.
-		return "is not observed, and the plugin only updates it"
-	}
 	name := p.plugin.Name()
 	ao.restored, ao.rewritten = s.restored, s.rewritten
-	rv, restoreFailed := "", false
-	if s.cur != nil {
-		rv = s.cur.GetResourceVersion()
-	}
-	if len(s.foreign) > 0 {
-		var restored bool
-		rv, restored = r.restore(ctx, p, ao, s.cur, s.body)
-		restoreFailed = !restored
-	}
-	body := s.body
-	if s.updateOnly {
-		body = withResourceVersion(body, rv)
-	}
+	restoreFailed := len(s.foreign) > 0 && !r.restore(ctx, p, ao, s.cur, s.body)
 	wctx, warnings := collectWarnings(ctx)
-	err := r.Client.Apply(wctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: body}),
+	err := r.Client.Apply(wctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: s.body}),
 		client.FieldOwner(plugin.FieldManager(name)), client.ForceOwnership)
 	p.res.Warnings = append(p.res.Warnings, warnings()...)
 	if err != nil {
@@ -218,10 +194,7 @@ func afterWrite(cur client.Object, pluginName string, foreign map[string][]strin
 // place throughout; deleting and re-creating it (with a UID precondition) would leave the
 // namespace without the policy in between, and with no ALLOW policy ztunnel admits every caller.
 // A stale resourceVersion fails with a conflict and the next reconcile tries again.
-//
-// It returns the restored object's resourceVersion, for an apply that must not create it again,
-// and whether the restore succeeded.
-func (r *Runner) restore(ctx context.Context, p *planned, ao *applyObject, cur client.Object, body map[string]any) (string, bool) {
+func (r *Runner) restore(ctx context.Context, p *planned, ao *applyObject, cur client.Object, body map[string]any) bool {
 	u, err := ssa.RestoredBody(cur, body)
 	if err == nil {
 		wctx, warnings := collectWarnings(ctx)
@@ -230,16 +203,7 @@ func (r *Runner) restore(ctx context.Context, p *planned, ao *applyObject, cur c
 	}
 	if err != nil {
 		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: restoring %s: %w", p.plugin.Name(), ao.ref, err))
-		return cur.GetResourceVersion(), false
+		return false
 	}
-	return u.GetResourceVersion(), true
-}
-
-// withResourceVersion is body with rv as its precondition: the API server refuses the apply when
-// the object changed since, and refuses to create an object whose body names a resourceVersion,
-// so an object deleted meanwhile stays deleted.
-func withResourceVersion(body map[string]any, rv string) map[string]any {
-	u := (&unstructured.Unstructured{Object: body}).DeepCopy()
-	u.SetResourceVersion(rv)
-	return u.Object
+	return true
 }
