@@ -77,7 +77,7 @@ func buildComponent(t *testing.T, checkout, component string) string {
 	cmd := exec.Command("go", "build", "-o", out, ".")
 	cmd.Dir = filepath.Join(checkout, "components", component)
 	// Their own go.mod, not a modfile this module's make targets may pass down.
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-buildvcs=false", "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-buildvcs=false")
 	output, err := cmd.CombinedOutput()
 	require.NoError(t, err, "building %s from %s:\n%s", component, cmd.Dir, output)
 	return out
