@@ -204,3 +204,8 @@ func TestPolicyOnlyThePluginWroteGoesWithItsBinding(t *testing.T) {
 	emptied.Labels, emptied.ManagedFields = onlyPluginsPolicy(t, p).Labels, onlyPluginsPolicy(t, p).ManagedFields
 	assert.Nil(t, contributorObject(generateFor(t, p, emptied)), "an emptied policy made again by the plugin's own apply")
 }
+
+// Without kfamGracePeriod in the file the waits last ten seconds.
+func TestDefaultGracePeriodIsTenSeconds(t *testing.T) {
+	assert.Equal(t, 10*time.Second, New(fixture.Config(t, "authorization: {contributors: plugin}\n")).grace())
+}
