@@ -87,8 +87,9 @@ func buildComponent(t *testing.T, checkout, component string) string {
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	log  *bytes.Buffer
 	done chan error
+	// exit is how it ended (a signal, after stop), for the log of a failed test.
+	exit error
 }
 
 // syncBuffer is the process's output, read while it runs.
@@ -121,7 +122,7 @@ func startProcess(t *testing.T, name, bin, kubeconfig string, args ...string) *p
 	t.Cleanup(func() {
 		p.stop(t)
 		if t.Failed() {
-			t.Logf("%s's output:\n%s", name, lastLines(out.String(), 60))
+			t.Logf("%s (%v), its output:\n%s", name, p.exit, lastLines(out.String(), 60))
 		}
 	})
 	return p
@@ -135,10 +136,10 @@ func (p *process) stop(t *testing.T) {
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case p.exit = <-p.done:
 	case <-time.After(20 * time.Second):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		p.exit = <-p.done
 	}
 }
 
