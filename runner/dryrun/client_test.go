@@ -2,6 +2,7 @@ package dryrun_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner/dryrun"
@@ -26,7 +28,22 @@ func newFake(t *testing.T, objs ...client.Object) client.Client {
 	t.Helper()
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
-	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	return fakeWithScheme(s, objs...)
+}
+
+// fakeWithScheme is controller-runtime's fake client, except that an apply with dryRun=All
+// persists nothing: the fake's Apply (v0.24.1) passes the options on as Raw patch options, whose
+// DryRun its patch never reads, so it would persist the object. The answer is the request, as
+// the fake answers every other dry-run write.
+func fakeWithScheme(s *runtime.Scheme, objs ...client.Object) client.Client {
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if slices.Contains((&client.ApplyOptions{}).ApplyOptions(opts).DryRun, metav1.DryRunAll) {
+				return nil
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+	}).Build()
 }
 
 func names(t *testing.T, c client.Reader) []string {
