@@ -21,8 +21,10 @@ import (
 // configMapPlugin wants one ConfigMap, "settings", in the namespace.
 type configMapPlugin struct{}
 
-func (configMapPlugin) Name() string               { return "cm" }
-func (configMapPlugin) Kinds() []client.ObjectList { return []client.ObjectList{&corev1.ConfigMapList{}} }
+func (configMapPlugin) Name() string { return "cm" }
+func (configMapPlugin) Kinds() []client.ObjectList {
+	return []client.ObjectList{&corev1.ConfigMapList{}}
+}
 func (configMapPlugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	return plugin.Desired{Objects: []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: "settings"}}}}, nil
 }
