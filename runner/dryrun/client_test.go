@@ -369,3 +369,18 @@ func TestClientListOfAnUntouchedKindIsTheReaders(t *testing.T) {
 	require.Len(t, list.Items, 1)
 	assert.Equal(t, "s", list.Items[0].Name)
 }
+
+// An apply after the run's own create of the object is seen on top of the create: the server
+// answers it as if the object did not exist. Applies after applies compose instead (see
+// TestClientOverlaysAnApply): an apply is no whole write.
+func TestClientAppliesOntoTheRunsCreate(t *testing.T) {
+	ctx := context.Background()
+	d := dryrun.NewClient(newFake(t), nil)
+
+	require.NoError(t, d.Create(ctx, configMap("cm", map[string]string{"a": "1"})))
+	require.NoError(t, d.Apply(ctx, corev1ac.ConfigMap("cm", "team").WithLabels(map[string]string{"b": "2"})))
+
+	got := &corev1.ConfigMap{}
+	require.NoError(t, d.Get(ctx, client.ObjectKey{Namespace: "team", Name: "cm"}, got))
+	assert.Equal(t, map[string]string{"a": "1", "b": "2"}, got.Labels)
+}
