@@ -384,3 +384,18 @@ func TestClientAppliesOntoTheRunsCreate(t *testing.T) {
 	require.NoError(t, d.Get(ctx, client.ObjectKey{Namespace: "team", Name: "cm"}, got))
 	assert.Equal(t, map[string]string{"a": "1", "b": "2"}, got.Labels)
 }
+
+// A list across all namespaces shows the run's objects of every namespace.
+func TestClientListOfAllNamespacesShowsTheRunsObjects(t *testing.T) {
+	ctx := context.Background()
+	d := dryrun.NewClient(newFake(t, configMap("kept", nil)), nil)
+	require.NoError(t, d.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "made"}}))
+
+	list := &corev1.ConfigMapList{}
+	require.NoError(t, d.List(ctx, list))
+	var got []string
+	for _, cm := range list.Items {
+		got = append(got, cm.Namespace+"/"+cm.Name)
+	}
+	assert.ElementsMatch(t, []string{"team/kept", "other/made"}, got)
+}
