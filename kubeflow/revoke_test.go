@@ -18,7 +18,8 @@ import (
 )
 
 // A revoke the API server failed is returned as the error, for controller-runtime's backoff: the
-// finalizer must not be removed while the protection it revokes may still be half there.
+// finalizer must not be removed while the protection it revokes may still be half there. It is
+// not logged as an input error that lets the finalizer go.
 func TestRevokeReturnsAnAPIFailure(t *testing.T) {
 	down := apierrors.NewServiceUnavailable("the API server is down")
 	c := fake.NewClientBuilder().WithScheme(controllerScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
@@ -30,8 +31,10 @@ func TestRevokeReturnsAnAPIFailure(t *testing.T) {
 	require.NoError(t, err)
 	in := &kubeflow.Integration{Runner: runner}
 
-	_, err = in.Revoke(context.Background(), aliceProfile("alice@example.com"))
+	var lines []string
+	_, err = in.Revoke(logged(&lines), aliceProfile("alice@example.com"))
 	require.Error(t, err)
+	assert.Empty(t, containing(lines, "revoke reported input errors"), "the API error is returned, not logged as an input error: %v", lines)
 	assert.True(t, apierrors.IsServiceUnavailable(err) || errors.Is(err, down), "the API error: %v", err)
 	assert.False(t, errors.Is(err, reconcile.TerminalError(nil)), "retried, not terminal: %v", err)
 }

@@ -189,3 +189,23 @@ authorization:
 	assert.Contains(t, err.Error(), "platformCallers is set, so it wins")
 	assert.Contains(t, err.Error(), "(from the controller's KFP_UI_PRINCIPAL)")
 }
+
+// Callers defaulted without the Katib entry (katibRule: false) are default-shaped too: they follow
+// the controller's principals, and gain no Katib entry.
+func TestConfigFromControllerPrincipalsReachTheCallersWithoutKatib(t *testing.T) {
+	base, err := config.Parse([]byte("apiVersion: " + config.APIVersion + "\nkind: " + config.Kind + "\nauthorization: {katibRule: false}\n"))
+	require.NoError(t, err)
+	s := controllerDefaults
+	s.Base = base
+	s.Env = env(map[string]string{"NOTEBOOK_CONTROLLER_PRINCIPAL": "cluster.local/ns/notebooks/sa/nb"})
+	cfg, err := kubeflow.ConfigFromController(s)
+	require.NoError(t, err)
+
+	var principals []string
+	for _, c := range cfg.Authorization.PlatformCallers {
+		assert.NotEqual(t, config.CallerKatibController, c.Name)
+		principals = append(principals, c.Principal)
+	}
+	assert.Contains(t, principals, "cluster.local/ns/notebooks/sa/nb", "the callers follow the controller's principal")
+	assert.NotEqual(t, base.Authorization.PlatformCallers, cfg.Authorization.PlatformCallers)
+}

@@ -91,3 +91,24 @@ func TestHoldDataPlane(t *testing.T) {
 	h = holdDataPlane([]plugin.Plugin{dp}, labelled(map[string]string{"mode": "on"}, mine, "mode"), plugin.Observed{})
 	assert.False(t, h.holds("mesh", "mode"), "no pod at all")
 }
+
+// protectorPlugin says the pods in its map depend on the objects they key.
+type protectorPlugin struct {
+	*testPluginInternal
+	protected map[plugin.Ref][]string
+}
+
+func (p protectorPlugin) ProtectedPods(plugin.Observed) map[plugin.Ref][]string { return p.protected }
+
+// An object holds only while at least one pod depends on it: a PodProtector's entry with no pod
+// names holds nothing, and one pod is enough.
+func TestHoldDataPlaneHoldsAProtectedObjectOnlyWithAPod(t *testing.T) {
+	empty := plugin.Ref{GroupKind: ztRef.GroupKind, Name: "empty"}
+	one := plugin.Ref{GroupKind: ztRef.GroupKind, Name: "one"}
+	p := protectorPlugin{testPluginInternal: &testPluginInternal{name: "authz"},
+		protected: map[plugin.Ref][]string{empty: {}, one: {"b"}}}
+
+	h := holdDataPlane([]plugin.Plugin{p}, labelled(nil, "someone"), plugin.Observed{})
+	assert.Equal(t, map[plugin.Ref]bool{one: true}, h.refs)
+	assert.Equal(t, map[plugin.Ref][]string{one: {"b"}}, h.protected)
+}

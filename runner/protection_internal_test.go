@@ -45,3 +45,33 @@ func TestProtection(t *testing.T) {
 		"AuthorizationPolicy.security.istio.io/missing does not exist",
 	}, pr.gaps([]plugin.Ref{ref("intact"), ref("drifted"), ref("wanted"), ref("of-another-plugin"), ref("foreign"), ref("other-value"), ref("missing")}))
 }
+
+// During the object phase an object no phase decided on yet is judged as observed: one of
+// another writer does not protect, a missing one does not, an intact one of its plugin does.
+func TestProtectionGapsSoFarJudgeUndecidedObjectsAsObserved(t *testing.T) {
+	gk := ztRef.GroupKind
+	object := func(name string, labels map[string]string) client.Object {
+		o := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+		o.SetGroupVersionKind(istiosecurityv1.SchemeGroupVersion.WithKind("AuthorizationPolicy"))
+		return o
+	}
+	obs := plugin.Observed{Objects: []client.Object{
+		object("intact", map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: "waypoint"}),
+		object("foreign", nil),
+		object("kfam", map[string]string{plugin.ManagedByLabel: "kfam"}),
+	}}
+	pr := protection([]*planned{{plugin: &testPluginInternal{name: "waypoint"}}}, obs)
+	refs := func(names ...string) []plugin.Ref {
+		var out []plugin.Ref
+		for _, n := range names {
+			out = append(out, plugin.Ref{GroupKind: gk, Name: n})
+		}
+		return out
+	}
+	assert.Empty(t, pr.gapsSoFar(refs("intact")))
+	assert.Equal(t, []string{
+		"AuthorizationPolicy.security.istio.io/foreign exists and was made by another writer",
+		"AuthorizationPolicy.security.istio.io/kfam exists and was made by kfam",
+		"AuthorizationPolicy.security.istio.io/missing does not exist",
+	}, pr.gapsSoFar(refs("intact", "foreign", "kfam", "missing")))
+}

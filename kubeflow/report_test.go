@@ -1,0 +1,76 @@
+package kubeflow_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubeflow-ambient/profile-plugins/runner"
+)
+
+// logged is a context whose logger writes each line into lines.
+func logged(lines *[]string) context.Context {
+	logger := funcr.New(func(prefix, args string) { *lines = append(*lines, prefix+" "+args) }, funcr.Options{})
+	return log.IntoContext(context.Background(), logger)
+}
+
+func containing(lines []string, s string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// OnResult receives the Result of every Apply and every Revoke, for the profile it was for.
+func TestOnResultSeesEveryApplyAndRevoke(t *testing.T) {
+	in, _ := newIntegrationFor(t, sidecarConfig(t))
+	var seen []string
+	in.OnResult = func(profile client.Object, res *runner.Result) {
+		require.NotNil(t, res)
+		seen = append(seen, profile.GetName())
+	}
+	ctx := context.Background()
+	_, err := in.Apply(ctx, aliceProfile("alice@example.com"))
+	require.NoError(t, err)
+	_, err = in.Revoke(ctx, aliceProfile("alice@example.com"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"alice", "alice"}, seen)
+}
+
+// A Revoke the runner reports no error for logs none: the log of input errors that do not hold
+// the finalizer is for those errors only.
+func TestRevokeWithoutErrorsLogsNoInputErrors(t *testing.T) {
+	in, _ := newIntegrationFor(t, sidecarConfig(t))
+	ctx := context.Background()
+	_, err := in.Apply(ctx, aliceProfile("alice@example.com"))
+	require.NoError(t, err)
+
+	var lines []string
+	res, err := in.Revoke(logged(&lines), aliceProfile("alice@example.com"))
+	require.NoError(t, err)
+	assert.Zero(t, res)
+	assert.Empty(t, containing(lines, "revoke reported input errors"), "%v", lines)
+}
+
+// An Apply that changes the namespace logs what it did.
+func TestApplyLogsWhatItChanged(t *testing.T) {
+	in, _ := newIntegrationFor(t, sidecarConfig(t))
+	var lines []string
+	_, err := in.Apply(logged(&lines), aliceProfile("alice@example.com"))
+	require.NoError(t, err)
+	assert.Len(t, containing(lines, "plugins applied"), 1, "%v", lines)
+
+	lines = nil
+	_, err = in.Apply(logged(&lines), aliceProfile("alice@example.com"))
+	require.NoError(t, err)
+	assert.Empty(t, containing(lines, "plugins applied"), "the second Apply changes nothing")
+}
