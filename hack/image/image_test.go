@@ -16,8 +16,9 @@ import (
 	"testing"
 )
 
-// imageTarball is the image the test reads: IMAGE_TARBALL when set (`make image` checks what it just
-// wrote), else one this test builds from the controller's source as `make image` does.
+// imageTarball is the image the test reads: IMAGE_TARBALL when set (`make image` checks the
+// controller's image it just wrote), else one this test packs from a small static stand-in built
+// as `make image` builds the controller (CGO_ENABLED=0).
 func imageTarball(t *testing.T) (path string, binary []byte) {
 	t.Helper()
 	if p := os.Getenv("IMAGE_TARBALL"); p != "" {
@@ -26,9 +27,8 @@ func imageTarball(t *testing.T) (path string, binary []byte) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "profile-plugins-controller")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/profile-plugins-controller")
-	cmd.Dir = filepath.Join("..", "..")
-	// GOFLAGS may carry another module's -modfile (make test-newest): this build is the root module's own.
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./testdata/static")
+	// GOFLAGS may carry another module's -modfile (make test-newest): this build is this module's own.
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOFLAGS=-buildvcs=false")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
