@@ -172,6 +172,15 @@ func ptrTo[T any](v T) *T { return &v }
 // returns ends with the test.
 func startManager(t *testing.T, restCfg *rest.Config, opts ctrl.Options, cfg *config.Config, wrap func(*Reconciler) reconcile.Reconciler) context.Context {
 	t.Helper()
+	ctx, stop := runManager(t, restCfg, opts, cfg, wrap)
+	t.Cleanup(stop)
+	return ctx
+}
+
+// runManager is startManager until stop is called (at most once), for a test that stops the
+// controller or restarts it with another configuration.
+func runManager(t *testing.T, restCfg *rest.Config, opts ctrl.Options, cfg *config.Config, wrap func(*Reconciler) reconcile.Reconciler) (context.Context, func()) {
+	t.Helper()
 	opts.Scheme = envtest.NewScheme()
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.Controller = ctrlconfig.Controller{SkipNameValidation: ptrTo(true)}
@@ -190,6 +199,5 @@ func startManager(t *testing.T, restCfg *rest.Config, opts ctrl.Options, cfg *co
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-	return ctx
+	return ctx, func() { cancel(); require.NoError(t, <-done) }
 }
