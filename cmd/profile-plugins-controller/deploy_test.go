@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -424,3 +425,150 @@ func TestBesideKubeflowControllerConvergesAsItsServiceAccount(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "the finalizer revokes and lets the Profile go")
 	assert.False(t, labelled("istio.io/dataplane-mode", "ambient")(), "enrolment withdrawn")
 }
+
+// withMode is the overlay's PluginConfig with mesh.mode changed, as an admin edits the file.
+func withMode(t *testing.T, objs []*unstructured.Unstructured, mode config.MeshMode) *config.Config {
+	t.Helper()
+	cm := into[corev1.ConfigMap](t, find(t, objs, "ConfigMap", "profile-plugins-config"))
+	text := cm.Data["config.yaml"]
+	require.Contains(t, text, "  mode: ambient\n")
+	cfg, err := config.Parse([]byte(strings.Replace(text, "  mode: ambient\n", "  mode: "+string(mode)+"\n", 1)))
+	require.NoError(t, err)
+	return cfg
+}
+
+// openness samples a namespace until stop and records every state that fails open: a routing
+// label without a Programmed waypoint, ambient without the ztunnel policy, or no ALLOW policy at
+// all in a namespace in a mesh.
+func openness(t *testing.T, c client.Client, ns string, cfg *config.Config) (stop func() []string) {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		found []string
+		done  = make(chan struct{})
+		ended = make(chan struct{})
+	)
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if bad := failsOpen(c, ns, cfg); bad != "" {
+				mu.Lock()
+				found = append(found, bad)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		close(done)
+		<-ended
+		mu.Lock()
+		defer mu.Unlock()
+		return found
+	}
+}
+
+// failsOpen says how namespace ns fails open now, or "".
+func failsOpen(c client.Client, ns string, cfg *config.Config) string {
+	ctx := context.Background()
+	n := &corev1.Namespace{}
+	if c.Get(ctx, client.ObjectKey{Name: ns}, n) != nil {
+		return ""
+	}
+	if wp := n.Labels["istio.io/use-waypoint"]; wp != "" {
+		gw := &gatewayv1.Gateway{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: wp}, gw); err != nil || !programmed(gw) {
+			return "istio.io/use-waypoint without a Programmed waypoint"
+		}
+	}
+	if n.Labels["istio.io/dataplane-mode"] == "ambient" &&
+		c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cfg.Authorization.ZtunnelPolicyName}, &istiosecurityv1.AuthorizationPolicy{}) != nil {
+		return "ambient without the ztunnel policy"
+	}
+	policies := &istiosecurityv1.AuthorizationPolicyList{}
+	if c.List(ctx, policies, client.InNamespace(ns)) == nil && len(policies.Items) == 0 {
+		return "no ALLOW policy"
+	}
+	return ""
+}
+
+func programmed(gw *gatewayv1.Gateway) bool {
+	for _, c := range gw.Status.Conditions {
+		if c.Type == "Programmed" && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gw.Generation {
+			return true
+		}
+	}
+	return false
+}
+
+// The uninstall of docs/install.md, step by step, on a real API server with the controller run as
+// the overlay's ServiceAccount: back to sidecars, stop, release the finalizer, delete the
+// plugins' owner policy, delete the overlay. The namespace never fails open on the way, the stock
+// controller's policy stays, and a Profile deleted afterwards is not kept by the plugins.
+func TestUninstallInOrderNeverFailsOpen(t *testing.T) {
+	env := envtest.Start(t)
+	admin := env.Client
+	ctx := context.Background()
+	objs := kustomize(t, besideDir)
+	applyBuild(t, admin, objs, true)
+	cfg := pluginConfig(t, objs)
+	as := asServiceAccount(env, besideSA, &writeCounter{})
+	opts := ctrl.Options{HealthProbeBindAddress: "0", LeaderElection: true, LeaderElectionReleaseOnCancel: true,
+		LeaderElectionID: "profile-plugins-uninstall-test", LeaderElectionNamespace: "kubeflow"}
+	h := &harness{t: t, env: env}
+	const ns, owner = "uninstall-gina", "gina@example.com"
+
+	_, stop := runManager(t, as, opts, cfg, nil)
+	createProfile(t, admin, ns, owner)
+	require.Eventually(t, func() bool { return h.exists(&gatewayv1.Gateway{}, ns, "waypoint") }, 30*time.Second, 100*time.Millisecond)
+	stockStandIn(t, admin, ns, owner, besideFile(t))
+	h.programWaypoint(ns)
+	require.Eventually(t, func() bool { return h.labels(ns)["istio.io/use-waypoint"] == "waypoint" }, 30*time.Second, 100*time.Millisecond)
+	stop()
+
+	// 1. mesh.mode: sidecar, and the controller restarted with it.
+	sampled := openness(t, admin, ns, cfg)
+	sidecar := withMode(t, objs, config.ModeSidecar)
+	_, stop = runManager(t, as, opts, sidecar, nil)
+	require.Eventually(t, func() bool {
+		l := h.labels(ns)
+		c := h.profile(ns).Status.Conditions
+		return l["istio-injection"] == "enabled" && l["istio.io/dataplane-mode"] == "" && l["istio.io/use-waypoint"] == "" &&
+			len(c) == 1 && c[0].Status == "True" && !h.exists(&gatewayv1.Gateway{}, ns, "waypoint")
+	}, 30*time.Second, 100*time.Millisecond, "back to sidecars: injection on, ambient and routing off, the waypoint gone")
+	ownerPolicy := &istiosecurityv1.AuthorizationPolicy{}
+	require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: cfg.Authorization.OwnerPolicyName}, ownerPolicy))
+	assert.Empty(t, ownerPolicy.Spec.TargetRefs, "the owner policy applies at every sidecar")
+
+	// 2. The controller stopped (scaled to 0).
+	stop()
+	// 3. The finalizer released, as `jq ... | kubectl replace` does: an update at the read version.
+	p := h.profile(ns)
+	require.Contains(t, p.Finalizers, Finalizer)
+	p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == Finalizer })
+	require.NoError(t, admin.Update(ctx, p))
+	// 4. The plugins' owner policies deleted by name.
+	require.NoError(t, admin.DeleteAllOf(ctx, &istiosecurityv1.AuthorizationPolicy{}, client.InNamespace(ns),
+		client.MatchingFields{"metadata.name": cfg.Authorization.OwnerPolicyName}))
+	// 6. The overlay deleted (step 5, the stock component, concerns the stock Deployment only).
+	for _, u := range objs {
+		if u.GetKind() != "Deployment" {
+			require.NoError(t, client.IgnoreNotFound(admin.Delete(ctx, u.DeepCopy())), "%s %s", u.GetKind(), u.GetName())
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	assert.Empty(t, sampled(), "the namespace never failed open")
+
+	assert.True(t, h.exists(&istiosecurityv1.AuthorizationPolicy{}, ns, stockPolicy), "the stock controller's policy stays")
+	assert.False(t, h.exists(&istiosecurityv1.AuthorizationPolicy{}, ns, cfg.Authorization.OwnerPolicyName))
+	assert.Equal(t, "", failsOpen(admin, ns, cfg))
+	require.NoError(t, admin.Delete(ctx, h.profile(ns)))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(admin.Get(ctx, client.ObjectKey{Name: ns}, &profilev1.Profile{}))
+	}, 10*time.Second, 100*time.Millisecond, "no finalizer of the plugins keeps the Profile")
+}
+
