@@ -571,4 +571,3 @@ func TestUninstallInOrderNeverFailsOpen(t *testing.T) {
 		return apierrors.IsNotFound(admin.Get(ctx, client.ObjectKey{Name: ns}, &profilev1.Profile{}))
 	}, 10*time.Second, 100*time.Millisecond, "no finalizer of the plugins keeps the Profile")
 }
-
