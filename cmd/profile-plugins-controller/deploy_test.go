@@ -85,8 +85,14 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "kustomize build %s: %s", dir, stderr.String())
+	return decodeAll(t, bytes.NewReader(out))
+}
+
+// decodeAll decodes every YAML or JSON document of r.
+func decodeAll(t *testing.T, r io.Reader) []*unstructured.Unstructured {
+	t.Helper()
 	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	for {
 		u := &unstructured.Unstructured{}
 		err := dec.Decode(&u.Object)
