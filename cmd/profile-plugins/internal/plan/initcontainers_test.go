@@ -2,12 +2,15 @@ package plan
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 )
 
 func containers(names ...string) []corev1.Container {
@@ -73,4 +76,25 @@ func TestSidecarReadinessIsHeadedSo(t *testing.T) {
 	out.Reset()
 	w.readiness([]ReadinessFinding{{Kind: "Service", Name: "s", Severity: severityBreaks}})
 	assert.Contains(t, out.String(), "  ambient readiness:\n")
+}
+
+// The plan of a sidecar-mode namespace on a real API server lists its pod whose init container
+// runs before the classic sidecar, under "sidecar readiness", and the JSON report carries it.
+func TestSidecarPlanListsInitContainersBeforeTheSidecar(t *testing.T) {
+	env := envtest.Start(t)
+	c := env.Client
+	createProfile(t, c, "builds")
+	require.NoError(t, c.Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "build-1", Namespace: "builds"},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "istio-init", Image: "proxyv2"}, {Name: "fetch-artifacts", Image: "curl"}},
+			Containers:     []corev1.Container{{Name: "build", Image: "builder"}, {Name: proxyContainer, Image: "proxyv2"}}}}))
+	opts := options{configPath: writeConfig(t, "mesh:\n  mode: sidecar\n"), profiles: []string{"builds"}}
+	text, _ := planOutput(t, env.Base, opts)
+	assert.Contains(t, text, "  sidecar readiness:\n    ? review Pod/build-1: init container(s) fetch-artifacts run before the classic (non-native) sidecar")
+	opts.output = "json"
+	js, _ := planOutput(t, env.Base, opts)
+	r := decodeReport(t, js)
+	require.Len(t, r.Namespaces, 1)
+	require.Len(t, r.Namespaces[0].Readiness, 1)
+	assert.Equal(t, "build-1", r.Namespaces[0].Readiness[0].Name)
 }
