@@ -397,7 +397,10 @@ func TestBesideKubeflowControllerConvergesAsItsServiceAccount(t *testing.T) {
 	const ns, owner = "beside-frank", "frank@example.com"
 	createProfile(t, admin, ns, owner)
 	labelled := func(key, value string) func() bool {
-		return func() bool { return h.labels(ns)[key] == value }
+		return func() bool {
+			n := &corev1.Namespace{}
+			return admin.Get(ctx, client.ObjectKey{Name: ns}, n) == nil && n.Labels[key] == value
+		}
 	}
 	require.Eventually(t, labelled("istio.io/dataplane-mode", "ambient"), 30*time.Second, 100*time.Millisecond)
 	stockStandIn(t, admin, ns, owner, besideFile(t))
