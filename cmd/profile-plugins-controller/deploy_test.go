@@ -321,7 +321,7 @@ func applyBuild(t *testing.T, c client.Client, objs []*unstructured.Unstructured
 
 // Every build is accepted by a real API server, Deployments included.
 func TestDeployBuildsAreAcceptedByTheAPIServer(t *testing.T) {
-	env := envtest.Start(t)
+	env := envtest.StartFresh(t, 0) // its own: it creates namespace kubeflow, which other tests expect absent
 	for _, dir := range []string{baseDir, besideDir, stockDir, forkDir} {
 		t.Run(dir, func(t *testing.T) { applyBuild(t, env.Client, kustomize(t, dir), false) })
 	}
@@ -380,7 +380,7 @@ func besideFile(t *testing.T) map[string]string {
 // policy and labels (a stand-in writes them as the stock controller does) stay as they are; once
 // settled a resync writes nothing; deleting the Profile revokes everything.
 func TestBesideKubeflowControllerConvergesAsItsServiceAccount(t *testing.T) {
-	env := envtest.Start(t)
+	env := envtest.StartFresh(t, 0) // its own: it creates namespace kubeflow, which other tests expect absent
 	admin := env.Client
 	objs := kustomize(t, besideDir)
 	applyBuild(t, admin, objs, true)
@@ -519,7 +519,7 @@ func programmed(gw *gatewayv1.Gateway) bool {
 // plugins' owner policy, delete the overlay. The namespace never fails open on the way, the stock
 // controller's policy stays, and a Profile deleted afterwards is not kept by the plugins.
 func TestUninstallInOrderNeverFailsOpen(t *testing.T) {
-	env := envtest.Start(t)
+	env := envtest.StartFresh(t, 0) // its own: it creates namespace kubeflow, which other tests expect absent
 	admin := env.Client
 	ctx := context.Background()
 	objs := kustomize(t, besideDir)
