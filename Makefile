@@ -27,11 +27,55 @@ NEWEST_MODFILE = $(BIN)/newest/go.mod
 FUZZ_TARGETS = ./config/v1alpha1:FuzzParseConfig ./kubeflow/profilev1:FuzzParseProfile .:FuzzGenerate ./authz:FuzzIdentityMatchesOnlyItself
 FUZZTIME    ?= 60s
 
-.PHONY: test test-stock unit lint golangci-lint floors envtest fuzz fuzz-short bench bench-scale bench-report render update-golden test-newest mutate
+# The release version stamped into both programs (internal/buildinfo) and the image's tag.
+VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.1.0-dev)
+LDFLAGS  = -X github.com/kubeflow-ambient/profile-plugins/internal/buildinfo.Version=$(VERSION)
+# The image `make image` writes, its name and tag (deploy/base references the name; an admin's
+# overlay overrides it with `images:`), and its platform.
+IMAGE         ?= ghcr.io/kubeflow-ambient/profile-plugins-controller
+IMAGE_TARBALL ?= $(BIN)/profile-plugins-controller.tar
+IMAGE_ARCH    ?= $(shell $(GO) env GOARCH)
+
+# Modules of their own under hack/ whose tests `make test` runs too (their tools would raise the
+# library's dependencies).
+HACK_TEST_MODULES = hack/image hack/kustomize
+
+.PHONY: test test-stock unit hack-test lint golangci-lint floors envtest fuzz fuzz-short bench bench-scale bench-report render update-golden test-newest mutate image kustomize-build release-binaries
 
 ## test: lint, build the test API server if needed, then every test of the module.
 ## With KUBEBUILDER_ASSETS pointing elsewhere, those binaries are used and nothing is built.
-test: lint $(NEEDS_ENVTEST) unit fuzz-short
+test: lint $(NEEDS_ENVTEST) unit hack-test fuzz-short
+
+## hack-test: the tests of the tool modules under hack/ (the image packer, the kustomize builder).
+hack-test:
+	@for m in $(HACK_TEST_MODULES); do echo "== $$m"; (cd $$m && GOFLAGS=-buildvcs=false $(GO) vet ./... && GOFLAGS=-buildvcs=false $(GO) test -count=1 ./...) || exit 1; done
+
+## image: the controller as an OCI image tarball (IMAGE_TARBALL), built from Go modules only: a
+## static binary (CGO_ENABLED=0) on an empty base, run as 65532:65532, tagged IMAGE:VERSION; then
+## the image's test reads the tarball. Load it with `skopeo copy oci-archive:$(IMAGE_TARBALL)
+## docker://...`, `podman load -i`, `docker load -i` (25+) or `kind load image-archive`.
+image:
+	@mkdir -p $(BIN)/image
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+	  -o $(BIN)/image/profile-plugins-controller ./cmd/profile-plugins-controller
+	cd hack/image && GOFLAGS=-buildvcs=false $(GO) run . -binary $(BIN)/image/profile-plugins-controller \
+	  -out $(IMAGE_TARBALL) -ref $(IMAGE):$(VERSION) -version $(VERSION) -os linux -arch $(IMAGE_ARCH)
+	cd hack/image && IMAGE_TARBALL=$(IMAGE_TARBALL) GOFLAGS=-buildvcs=false $(GO) test -count=1 -run TestImage .
+
+## release-binaries: both programs for linux and darwin, amd64 and arm64, stamped with VERSION,
+## into bin/release/ (what a release attaches besides the image).
+release-binaries:
+	@mkdir -p $(BIN)/release
+	@for p in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do os=$${p%/*}; arch=$${p#*/}; \
+	  for c in profile-plugins profile-plugins-controller; do \
+	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+	      -o $(BIN)/release/$$c-$(VERSION)-$$os-$$arch ./cmd/$$c || exit 1; done; done
+
+## kustomize-build: print what `kubectl kustomize` prints for DIR (default the no-fork overlay),
+## with hack/kustomize (krusty), so no kubectl is needed.
+DIR ?= deploy/overlays/beside-kubeflow
+kustomize-build:
+	@cd hack/kustomize && GOFLAGS=-buildvcs=false $(GO) run . $(CURDIR)/$(DIR)
 
 unit:
 	$(GO) test -count=1 ./...

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,9 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,16 +40,9 @@ func applyRoles(t *testing.T, c client.Client) {
 	f, err := os.Open(filepath.Join(golden.ModuleRoot(t), "deploy", "rbac", "role.yaml"))
 	require.NoError(t, err)
 	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
 	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: rbacUser}}
 	roles := 0
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
+	for _, u := range decodeAll(t, f) {
 		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, u)), "%s %s", u.GetKind(), u.GetName())
 		ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: u.GetKind(), Name: u.GetName()}
 		meta := metav1.ObjectMeta{Name: u.GetName() + "-test", Namespace: u.GetNamespace()}

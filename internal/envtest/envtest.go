@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -266,6 +267,9 @@ func start(t testing.TB, assets string, left CRDs) (*Env, func() error, error) {
 		CRDDirectoryPaths:     dirs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                NewScheme(),
+		// A maximum, not a wait: controller-runtime's 10 s default runs out on a loaded
+		// machine (seen with two cores shared by five test runs) before the CRDs are served.
+		CRDInstallOptions: crenvtest.CRDInstallOptions{MaxTime: 2 * time.Minute},
 	}
 	if forScale {
 		env.ControlPlane.Etcd = &crenvtest.Etcd{}

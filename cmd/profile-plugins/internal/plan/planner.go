@@ -118,8 +118,17 @@ func (p *planner) planOne(ctx context.Context, profile *profilev1.Profile) Names
 	return n
 }
 
-// observe adds what the plan reads beyond the runner's result: violating pods and readiness.
+// observe adds what the plan reads beyond the runner's result: violating pods and readiness (in
+// sidecar mode, the pods whose init containers run before their sidecar).
 func (p *planner) observe(ctx context.Context, n *NamespacePlan, res *dryRun) {
+	if p.cfg.Mesh.Mode == config.ModeSidecar {
+		pods := &corev1.PodList{}
+		if err := p.c.List(ctx, pods, client.InNamespace(n.Namespace)); err != nil {
+			n.Errors = append(n.Errors, Finding{Message: fmt.Sprintf("listing pods: %v", err)})
+		} else {
+			n.Readiness = initContainerFindings(pods.Items)
+		}
+	}
 	if before, after, ok := enforceChange(res); ok {
 		pods := &corev1.PodList{}
 		if err := p.c.List(ctx, pods, client.InNamespace(n.Namespace)); err != nil {

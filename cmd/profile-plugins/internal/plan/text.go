@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/kubeflow-ambient/profile-plugins/platform"
@@ -109,7 +110,13 @@ func (t *textWriter) readiness(fs []ReadinessFinding) {
 	if len(fs) == 0 {
 		return
 	}
-	t.printf("  ambient readiness:\n")
+	// Pod findings come only from a sidecar-mode namespace (initContainerFindings), the others
+	// only from an ambient one.
+	header := "sidecar readiness"
+	if slices.ContainsFunc(fs, func(f ReadinessFinding) bool { return f.Kind != "Pod" }) {
+		header = "ambient readiness"
+	}
+	t.printf("  %s:\n", header)
 	for _, f := range fs {
 		sign := "!"
 		if f.Severity == severityReview {

@@ -5,22 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime/debug"
 
 	"github.com/kubeflow-ambient/profile-plugins/cmd/profile-plugins/internal/cli"
+	"github.com/kubeflow-ambient/profile-plugins/internal/buildinfo"
 )
-
-// Version, when set with -ldflags -X, is the version printed, whatever the build info says.
-var Version string
-
-// devel is what the go command itself records when it knows no version.
-const devel = "(devel)"
 
 // Help is the command's --help.
 var Help = cli.Help{
 	Command: "version",
 	Description: `Version prints the version of profile-plugins: the one a release build set with
--ldflags "-X github.com/kubeflow-ambient/profile-plugins/cmd/profile-plugins/internal/version.Version=...",
+-ldflags "-X github.com/kubeflow-ambient/profile-plugins/internal/buildinfo.Version=...",
 else the module version the go command recorded, else "(devel)".`,
 	Examples: `profile-plugins version
 profile-plugins version -o json`,
@@ -29,16 +23,12 @@ profile-plugins version -o json`,
 }
 
 // Info is what -o json and -o yaml print.
-type Info struct {
-	Version   string `json:"version"`
-	GoVersion string `json:"goVersion,omitempty"`
-}
+type Info = buildinfo.Info
 
 // Run runs `profile-plugins version` with args (the flags after "version") and returns the exit
 // status.
 func Run(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	info, ok := debug.ReadBuildInfo()
-	return Help.Exit(newFlags(new(string)), run(args, current(Version, info, ok), stdout), stdout, stderr)
+	return Help.Exit(newFlags(new(string)), run(args, buildinfo.Read(), stdout), stdout, stderr)
 }
 
 func newFlags(output *string) *flag.FlagSet {
@@ -70,20 +60,4 @@ func run(args []string, info Info, stdout io.Writer) error {
 	}
 	_, err = stdout.Write(out)
 	return err
-}
-
-// current is the version to print: the linker's override, else the main module's recorded
-// version, else "(devel)".
-func current(override string, build *debug.BuildInfo, ok bool) Info {
-	var info Info
-	if ok && build != nil {
-		info.Version, info.GoVersion = build.Main.Version, build.GoVersion
-	}
-	if override != "" {
-		info.Version = override
-	}
-	if info.Version == "" {
-		info.Version = devel
-	}
-	return info
 }
