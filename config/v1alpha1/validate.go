@@ -101,6 +101,7 @@ func (m *Mesh) validate(path *field.Path) field.ErrorList {
 	for _, msg := range validation.IsDNS1123Subdomain(m.Waypoint.ClassName) {
 		errs = append(errs, field.Invalid(wp.Child("className"), m.Waypoint.ClassName, msg))
 	}
+	errs = append(errs, m.Waypoint.validateProvision(wp)...)
 	switch m.Waypoint.For {
 	case "service", "workload", "all":
 	case "none":
