@@ -323,7 +323,9 @@ const namespaceNameLabel = "kubernetes.io/metadata.name"
 // (the level it asks for) and the namespace's enrolment (use-waypoint appears once its waypoint is
 // Programmed), not a choice the admin made for that namespace.
 var (
-	ownLabelPrefixes = []string{"pod-security.kubernetes.io/"}
+	// profile-plugins.kubeflow-ambient.io/ holds the waypoint's idle-since label, whose presence
+	// follows the namespace's Service endpoints, which its users make.
+	ownLabelPrefixes = []string{"pod-security.kubernetes.io/", "profile-plugins.kubeflow-ambient.io/"}
 	ownLabels        = []string{
 		label.IoIstioDataplaneMode.Name, label.IoIstioUseWaypoint.Name, label.IoIstioIngressUseWaypoint.Name,
 		label.IoIstioRev.Name, "istio-injection",
