@@ -104,6 +104,11 @@ func (w *world) impostor(which, controller string) error {
 		if impostor(existing) || !isManaged(existing) {
 			return errNotApplicable // already the editor's, or another writer's
 		}
+		if len(existing.GetFinalizers()) > 0 {
+			// The runner's protection finalizer holds it: a delete only marks it, and the
+			// editor's create under its name would fail.
+			return errNotApplicable
+		}
 		w.must(w.store.Delete(w.ctx, existing))
 	}
 	w.must(w.store.Create(w.ctx, obj, client.FieldOwner(editor)))
