@@ -28,7 +28,8 @@ import (
 
 // With provision onDemand the controller watches EndpointSlices: an idle Profile's condition says
 // so and its namespace has no Gateway; an endpoint appearing (not ready yet) brings the Gateway
-// through the watch, well before any requeue would.
+// through the watch: the idle namespace waits for nothing, and its requeue (idleAfter 1h) is an
+// hour away, so the generous timeouts (for a loaded machine) still prove the watch.
 func TestOnDemandEndpointSliceWatchActivatesTheWaypoint(t *testing.T) {
 	env := envtest.Start(t)
 	cfg := fixture.Config(t, "mesh: {waypoint: {provision: onDemand, idleAfter: 1h}}\n")
@@ -48,7 +49,7 @@ func TestOnDemandEndpointSliceWatchActivatesTheWaypoint(t *testing.T) {
 		}
 		return ""
 	}
-	require.Eventually(t, func() bool { return strings.Contains(condition(), waypoint.Idle) }, 20*time.Second, 100*time.Millisecond,
+	require.Eventually(t, func() bool { return strings.Contains(condition(), waypoint.Idle) }, time.Minute, 100*time.Millisecond,
 		"an idle Profile's condition says waypoint idle since")
 	n := &corev1.Namespace{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: ns}, n))
@@ -63,8 +64,8 @@ func TestOnDemandEndpointSliceWatchActivatesTheWaypoint(t *testing.T) {
 	}))
 	require.Eventually(t, func() bool {
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "waypoint"}, &gatewayv1.Gateway{}) == nil
-	}, repairWithin, 50*time.Millisecond, "the EndpointSlice watch makes the Gateway")
-	require.Eventually(t, func() bool { return strings.Contains(condition(), waypoint.Starting) }, 10*time.Second, 100*time.Millisecond,
+	}, time.Minute, 50*time.Millisecond, "the EndpointSlice watch makes the Gateway (an idle namespace waits for nothing, and its requeue is an hour away)")
+	require.Eventually(t, func() bool { return strings.Contains(condition(), waypoint.Starting) }, time.Minute, 100*time.Millisecond,
 		"the condition says waypoint starting")
 }
 
