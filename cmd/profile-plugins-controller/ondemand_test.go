@@ -49,10 +49,10 @@ func TestOnDemandEndpointSliceWatchActivatesTheWaypoint(t *testing.T) {
 		}
 		return ""
 	}
-	require.Eventually(t, func() bool { return strings.Contains(condition(), waypoint.Idle) }, time.Minute, 100*time.Millisecond,
-		"an idle Profile's condition says waypoint idle since")
 	n := &corev1.Namespace{}
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: ns}, n))
+	require.Eventually(t, func() bool {
+		return c.Get(ctx, client.ObjectKey{Name: ns}, n) == nil && n.Labels[waypoint.IdleSinceLabel] != ""
+	}, time.Minute, 100*time.Millisecond, "the idle namespace is labelled idle-since")
 	assert.Equal(t, "ambient", n.Labels["istio.io/dataplane-mode"], "an idle namespace stays enrolled")
 	assert.Contains(t, n.Labels, waypoint.IdleSinceLabel)
 	assert.Error(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "waypoint"}, &gatewayv1.Gateway{}), "no Gateway while idle")
