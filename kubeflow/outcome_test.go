@@ -54,6 +54,26 @@ func TestOutcomeOfApplyAndRevoke(t *testing.T) {
 			revoke: want{res: ctrl.Result{RequeueAfter: 7}},
 		},
 		{
+			name:  "an idle waypoint's deadline comes back for Apply only",
+			res:   runner.Result{Plugins: []runner.PluginResult{{Plugin: "a", RequeueAfter: 20 * time.Minute}, {Plugin: "b", RequeueAfter: 0}}},
+			apply: want{res: ctrl.Result{RequeueAfter: 20 * time.Minute}},
+			// revoke: any RequeueAfter would hold the finalizer
+		},
+		{
+			name: "a wait sooner than the deadline wins",
+			res: runner.Result{WaitRequeue: 7, Plugins: []runner.PluginResult{{Plugin: "a", RequeueAfter: time.Hour},
+				{Plugin: "b", Waiting: []string{"w"}}}},
+			apply:  want{res: ctrl.Result{RequeueAfter: 7}},
+			revoke: want{res: ctrl.Result{RequeueAfter: 7}},
+		},
+		{
+			name: "a deadline sooner than the wait wins",
+			res: runner.Result{WaitRequeue: time.Minute, Plugins: []runner.PluginResult{{Plugin: "a", RequeueAfter: time.Second},
+				{Plugin: "b", Waiting: []string{"w"}}}},
+			apply:  want{res: ctrl.Result{RequeueAfter: time.Second}},
+			revoke: want{res: ctrl.Result{RequeueAfter: time.Second}},
+		},
+		{
 			name:   "api error",
 			res:    runner.Result{Errors: []error{errors.New("timeout")}},
 			apply:  want{err: true},

@@ -26,7 +26,9 @@ import (
 //     Profile's owner keeps the namespace and can run pods as the trusted principal;
 //   - in ambient mode, an L4 exception's ipBlocks entry that holds a pod IP of the ingress gateway
 //     or of an onBehalfOfUser caller, and waypoint pods that Pod Security or istiod would refuse
-//     (under the configured enforce level, or under "restricted", which any Profile may choose).
+//     (under the configured enforce level, or under "restricted", which any Profile may choose);
+//   - with mesh.waypoint.provision onDemand, a waypoint of the plugins' that took longer than
+//     mesh.waypoint.idleAfter to become Programmed (a cluster-wide List of their Gateways).
 //
 // Nothing is checked in mode none. It only reads, and only in those namespaces: a Get of each
 // Namespace, and Lists of Pods (with the field selector spec.serviceAccountName) and of ConfigMaps
@@ -56,6 +58,10 @@ func Check(ctx context.Context, r client.Reader, cfg *config.Config) (Report, er
 		report.Findings = append(report.Findings, ipBlocksCoveringForwarders(cfg.Authorization.L4Exceptions, trusted)...)
 		f, err := checkWaypoint(ctx, r, cfg)
 		if err != nil {
+			return report, err
+		}
+		report.Findings = append(report.Findings, f...)
+		if f, err = checkIdleAfter(ctx, r, cfg); err != nil {
 			return report, err
 		}
 		report.Findings = append(report.Findings, f...)

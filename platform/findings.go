@@ -31,13 +31,16 @@ const (
 	// ingress gateway or of an onBehalfOfUser platform caller, which then reaches user pods
 	// without the user-id check.
 	FindingIPBlockCoversForwarder FindingKind = "IPBlockCoversForwarder"
+	// FindingIdleAfterShorterThanStart: with mesh.waypoint.provision onDemand, a waypoint of the
+	// cluster took longer than mesh.waypoint.idleAfter to become Programmed.
+	FindingIdleAfterShorterThanStart FindingKind = "IdleAfterShorterThanStart"
 )
 
 // FindingKinds returns every kind, so that a metric can report zero for the absent ones.
 func FindingKinds() []FindingKind {
 	return []FindingKind{FindingDataPlaneMismatch, FindingCallerNotInMesh, FindingCallerNamespaceMissing,
 		FindingIngressGatewayMissing, FindingWaypointCannotStart, FindingWaypointCannotStartIfRestricted,
-		FindingTrustedNamespaceUserControlled, FindingIPBlockCoversForwarder}
+		FindingTrustedNamespaceUserControlled, FindingIPBlockCoversForwarder, FindingIdleAfterShorterThanStart}
 }
 
 // What names the ingress gateway, the waypoint and an L4 exception in a Finding

@@ -44,3 +44,26 @@ func TestResultRequeueAfter(t *testing.T) {
 	r.Plugins[0].Waiting = []string{"the waypoint"}
 	assert.Equal(t, time.Minute, r.RequeueAfter())
 }
+
+// Notes read in the condition whether it is True or False, and ask for no requeue; a plugin's own
+// deadline does, no later than it.
+func TestNotesAndDeadlinesInTheResult(t *testing.T) {
+	idle := runner.Result{WaitRequeue: time.Minute, Plugins: []runner.PluginResult{
+		{Plugin: "waypoint", Notes: []string{"waypoint idle since 2026-12-01T09:00:00Z: ..."}, RequeueAfter: 20 * time.Minute},
+		{Plugin: "pss"},
+	}}
+	c := idle.Condition()
+	assert.Equal(t, "True", c.Status)
+	assert.Equal(t, "all plugins applied; waypoint: waypoint idle since 2026-12-01T09:00:00Z: ...", c.Message)
+	assert.Equal(t, 20*time.Minute, idle.RequeueAfter(), "the deadline, with nothing waiting")
+	assert.Equal(t, []string{"waypoint: waypoint idle since 2026-12-01T09:00:00Z: ..."}, idle.Notes())
+
+	idle.Plugins[1].Waiting = []string{"w"}
+	c = idle.Condition()
+	assert.Equal(t, "False", c.Status)
+	assert.Equal(t, "pss: w; waypoint: waypoint idle since 2026-12-01T09:00:00Z: ...", c.Message)
+	assert.Equal(t, time.Minute, idle.RequeueAfter(), "the wait comes sooner than the deadline")
+
+	noted := runner.Result{Plugins: []runner.PluginResult{{Plugin: "waypoint", Notes: []string{"n"}}}}
+	assert.Zero(t, noted.RequeueAfter(), "a note alone asks for no requeue")
+}

@@ -29,6 +29,14 @@
 // ConfigMap, and the Gateway references it only once it is the plugin's; when the opt-in is
 // turned off, the ConfigMap goes only after the Gateway stopped referencing it.
 //
+// With mesh.waypoint.provision onDemand (a [plugin.EndpointObserver]) the Gateway exists only while
+// the namespace has a Service endpoint that is not terminating (the waypoint's own and
+// mesh.waypoint.ignoredServices' do not count), and for mesh.waypoint.idleAfter after the last one
+// went, recorded in [IdleSinceLabel] so that restarts keep the window; then the routing labels come
+// off in one call and the Gateway is deleted in a later one. The policies and enrolment stay. The
+// Result's notes say [Idle] ..., its waiting messages [Starting] ..., and it asks for a requeue at
+// the window's end (plugin.Desired.RequeueAfter). See docs/ondemand.md.
+//
 // In sidecar mode it sets istio-injection=enabled (or istio.io/rev=<revision>) and nothing else;
 // what ambient mode made is pruned by the runner. As a [plugin.DataPlane] it names the pods that
 // ambient captures (Istio's CNI rule: no injected sidecar, not opted out, not host network), and the

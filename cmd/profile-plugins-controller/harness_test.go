@@ -196,7 +196,7 @@ func runManager(t *testing.T, restCfg *rest.Config, opts ctrl.Options, cfg *conf
 	if wrap != nil {
 		rec = wrap(r)
 	}
-	require.NoError(t, setup(mgr, rec))
+	require.NoError(t, setup(mgr, rec, cfg.Mesh.OnDemand()))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- mgr.Start(ctx) }()

@@ -25,6 +25,10 @@ const (
 	DefaultRootNamespace   = "istio-system"
 	DefaultUserIDHeader    = "kubeflow-userid"
 	DefaultIstiodNamespace = "istio-system"
+	// DefaultIdleAfter outlasts the gaps of a namespace in use (a pod restarting, a rolling
+	// update, a notebook stopped and started again) by far and a waypoint's start by two orders
+	// of magnitude, and is short beside a working day: see docs/ondemand.md.
+	DefaultIdleAfter = 30 * time.Minute
 )
 
 // Names of the default platform callers.
@@ -60,6 +64,8 @@ func (c *Config) SetDefaults() {
 	setIfNil(&m.IngressUseWaypoint, true)
 	setIfNil(&m.IstioCNI, true)
 	setIfNil(&m.Waypoint.SeccompPatch, false)
+	setIfEmpty(&m.Waypoint.Provision, ProvisionAlways)
+	setIfNil(&m.Waypoint.IdleAfter, metav1.Duration{Duration: DefaultIdleAfter})
 
 	a := &c.Authorization
 	setIfEmpty(&a.OwnerPolicyName, DefaultOwnerPolicyName)

@@ -71,7 +71,7 @@ import (
 // runnerKeys are the namespace labels the runner may write.
 func runnerKey(k string) bool {
 	switch k {
-	case labelDataplane, labelUseWaypoint, labelIngress, labelInjection, labelRev:
+	case labelDataplane, labelUseWaypoint, labelIngress, labelInjection, labelRev, labelIdleSince:
 		return true
 	}
 	return strings.HasPrefix(k, psaPrefix)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -68,10 +69,11 @@ func TestRunnerSafety(t *testing.T) {
 	}
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := cfgModel{
-			mode:    rapid.SampledFrom([]config.MeshMode{config.ModeAmbient, config.ModeSidecar}).Draw(t, "initial mesh mode"),
-			enforce: rapid.IntRange(privileged, restricted).Draw(t, "initial admin enforce level (0 privileged, 1 baseline, 2 restricted)"),
-			hold:    rapid.Bool().Draw(t, "initial preflight hold"),
-			wired:   rapid.Bool().Draw(t, "reads through a managed-only, trimming ConfigMap cache and an API reader"),
+			mode:     rapid.SampledFrom([]config.MeshMode{config.ModeAmbient, config.ModeSidecar}).Draw(t, "initial mesh mode"),
+			enforce:  rapid.IntRange(privileged, restricted).Draw(t, "initial admin enforce level (0 privileged, 1 baseline, 2 restricted)"),
+			hold:     rapid.Bool().Draw(t, "initial preflight hold"),
+			wired:    rapid.Bool().Draw(t, "reads through a managed-only, trimming ConfigMap cache and an API reader"),
+			onDemand: rapid.Bool().Draw(t, "initial mesh.waypoint.provision onDemand"),
 		}
 		initial := rapid.SampledFrom([]string{"", "baseline"}).Draw(t, "enforce label before the runner first runs")
 		w := newWorld(t, cfg, initial, skip)
@@ -84,7 +86,7 @@ func TestRunnerSafety(t *testing.T) {
 	// chance is a flaky one.
 	checks, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
 	for _, state := range []string{stateRouted, stateBareAmbient, stateSidecarKeepsAmbient, stateRevokedWithPods,
-		stateFaultFired, stateForeignName, stateHeld, stateImpostor} {
+		stateFaultFired, stateForeignName, stateHeld, stateImpostor, stateIdle} {
 		t.Logf("%6d runner calls ended with: %s", reached[state], state)
 		if checks >= 1000 && len(skip) == 0 {
 			if reached[state] == 0 {
@@ -173,6 +175,32 @@ func (m *machine) SetAdoptOwnerPolicy(t *rapid.T) {
 func (m *machine) SetOverride(t *rapid.T) {
 	m.skipIfRevoked(t)
 	m.w.cfg.override = rapid.Bool().Draw(t, "override lets alice choose down to privileged")
+}
+
+func (m *machine) SetProvision(t *rapid.T) {
+	m.skipIfRevoked(t)
+	m.w.cfg.onDemand = rapid.Bool().Draw(t, "mesh.waypoint.provision onDemand (false: always)")
+}
+
+// --- the namespace's workloads and time (provision onDemand) ---
+
+// EndpointsAppear is a pod of a Service starting, as the EndpointSlice controller reports it; the
+// waypoint's own Service's endpoints must never count.
+func (m *machine) EndpointsAppear(t *rapid.T) {
+	svc := rapid.SampledFrom([]string{"notebook", waypointName}).Draw(t, "Service whose endpoint appears")
+	skipIf(t, m.w.endpoints(svc, rapid.IntRange(1, 2).Draw(t, "endpoints"), rapid.Bool().Draw(t, "ready")))
+}
+
+// EndpointsGo is the notebook culled: its endpoints terminate, go, or the slice is deleted.
+func (m *machine) EndpointsGo(t *rapid.T) {
+	how := rapid.SampledFrom([]string{"terminating", "none", "deleted"}).Draw(t, "how the endpoints go")
+	skipIf(t, m.w.endpointsGo("notebook", how))
+}
+
+// TimePasses moves the runner's clock: within the idle window, just past it, or far past it.
+func (m *machine) TimePasses(t *rapid.T) {
+	m.w.clock = m.w.clock.Add(rapid.SampledFrom([]time.Duration{time.Minute, idleAfter - time.Minute, idleAfter + time.Minute, 3 * time.Hour}).
+		Draw(t, "time passes"))
 }
 
 // --- foreign writers ---
