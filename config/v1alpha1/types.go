@@ -117,6 +117,10 @@ type Waypoint struct {
 	// waypoint's Deployment, Pods, Service and ServiceAccount. Default: none.
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// WaypointSizing (resources, replicas, podDisruptionBudget, autoscaling, sizingOverrides)
+	// sits inline: its fields are mesh.waypoint's own.
+	WaypointSizing `json:",inline"`
 }
 
 // Authorization configures the access policies.
