@@ -52,7 +52,7 @@ func (c *Config) SetDefaults() {
 	setIfNil(&m.IngressUseWaypoint, true)
 	setIfNil(&m.IstioCNI, true)
 	setIfNil(&m.Waypoint.SeccompPatch, false)
-	m.Waypoint.WaypointSizing.setDefaults()
+	m.Waypoint.SetSizingDefaults()
 
 	a := &c.Authorization
 	setIfEmpty(&a.OwnerPolicyName, DefaultOwnerPolicyName)

@@ -100,8 +100,8 @@ func IstioSidecarResources() corev1.ResourceRequirements {
 	}
 }
 
-// setDefaults fills what the admin left out, as documented on each field.
-func (s *WaypointSizing) setDefaults() {
+// SetSizingDefaults fills what was left out, as documented on each field; Config.SetDefaults calls it.
+func (s *WaypointSizing) SetSizingDefaults() {
 	if s.Resources == nil {
 		s.Resources = &corev1.ResourceRequirements{}
 	}
@@ -152,7 +152,7 @@ func (s *WaypointSizing) MaxReplicas() int32 {
 }
 
 // validate checks a defaulted sizing; path is mesh.waypoint.
-func (s *WaypointSizing) validate(path *field.Path) field.ErrorList {
+func (s *WaypointSizing) validateSizing(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if s.Resources != nil {
 		errs = append(errs, ValidateResources(path.Child("resources"), *s.Resources)...)

@@ -13,11 +13,14 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -152,4 +155,55 @@ func sanitize(s string) string {
 		}
 	}
 	return string(out)
+}
+
+// A Profile granted a larger waypoint gets it on top of the class defaults, merged as istiod merges
+// them (class defaults first, then the Gateway's parametersRef ConfigMap), and the objects that
+// makes are accepted by the real API server; the admin's budget keeps its one bound.
+func TestProfileSizingMergesOverTheClassDefaults(t *testing.T) {
+	env := envtest.Start(t)
+	ctx := context.Background()
+	cfg, err := config.Parse([]byte(`apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1
+kind: PluginConfig
+mesh:
+  waypoint:
+    replicas: 2
+    podDisruptionBudget: {minAvailable: 1}
+    sizingOverrides: [{namespaceSelector: {matchLabels: {tier: large}}, maximum: {replicas: 4, resources: {memory: 2Gi}}}]
+`))
+	require.NoError(t, err)
+	class, err := waypoint.ClassDefaults(cfg)
+	require.NoError(t, err)
+	const ns = "sizing-profile"
+	ensureNamespace(t, env.Client, ns)
+	raw, err := yaml.YAMLToJSON([]byte("{replicas: 4, resources: {limits: {memory: 2Gi}}}"))
+	require.NoError(t, err)
+	profile := &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: profilev1.ProfileSpec{Plugins: []profilev1.Plugin{{TypeMeta: metav1.TypeMeta{Kind: waypoint.ProfileKind}, Spec: &runtime.RawExtension{Raw: raw}}}}}
+	d, err := waypoint.New(cfg).Generate(plugin.Target{Namespace: ns, Profile: profile, Observed: plugin.Observed{Labels: map[string]string{"tier": "large"}}})
+	require.NoError(t, err)
+	require.Empty(t, d.Errors)
+	var params *corev1.ConfigMap
+	for _, o := range d.Objects {
+		if cm, ok := o.(*corev1.ConfigMap); ok {
+			params = cm
+		}
+	}
+	require.NotNil(t, params, "the granted sizing reaches istiod through the parametersRef ConfigMap")
+	params.Labels = map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue}
+	require.NoError(t, env.Client.Create(ctx, params), "the API server refuses the parametersRef ConfigMap")
+
+	baseD, _, basePDB := waypointTemplate(t, ns)
+	dep, _ := overlayLikeIstiod(t, baseD, "deployment", class.Data, params.Data)
+	require.NoError(t, env.Client.Create(ctx, dep))
+	assert.Equal(t, int32(4), *dep.Spec.Replicas, "the Profile's count wins over the class's 2")
+	limits := dep.Spec.Template.Spec.Containers[0].Resources.Limits
+	assert.Equal(t, resource.MustParse("2Gi"), limits[corev1.ResourceMemory])
+	assert.Equal(t, resource.MustParse("2"), limits[corev1.ResourceCPU], "what the Profile did not ask for stays the class's")
+	assert.Len(t, dep.Spec.Template.Spec.TopologySpreadConstraints, 1, "the spread is merged by topologyKey, not doubled")
+	pdb, made := overlayLikeIstiod(t, basePDB, "podDisruptionBudget", class.Data, params.Data)
+	require.True(t, made)
+	require.NoError(t, env.Client.Create(ctx, pdb), "the merged budget has both bounds, which the API server refuses")
+	assert.Nil(t, pdb.Spec.MaxUnavailable)
+	assert.Equal(t, 1, pdb.Spec.MinAvailable.IntValue())
 }
