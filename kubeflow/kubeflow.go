@@ -89,6 +89,8 @@ func (i *Integration) Revoke(ctx context.Context, profile client.Object) (ctrl.R
 //   - an error that only a change of input mends (a conflict, a refused Profile) is a
 //     reconcile.TerminalError, never retried: an edit of the Profile, or an event on a watched
 //     object, brings the Profile back;
+//   - a plugin's own deadline (plugin.Desired.RequeueAfter: an idle waypoint is removed after
+//     mesh.waypoint.idleAfter, and no event marks that moment), a RequeueAfter then;
 //   - otherwise a zero Result and nil error: done.
 //
 // Revoke maps its Result the same way, except that input errors never hold the finalizer.
@@ -113,6 +115,10 @@ func outcome(res *runner.Result, inputTerminal bool) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: after}, nil
 	case err != nil && inputTerminal:
 		return ctrl.Result{}, reconcile.TerminalError(err)
+	case inputTerminal && res.RequeueAfter() > 0:
+		// A decision that changes by itself (an idle waypoint's deadline, provision onDemand).
+		// Not for Revoke, where any RequeueAfter reads as "not done" and would hold the finalizer.
+		return ctrl.Result{RequeueAfter: res.RequeueAfter()}, nil
 	}
 	return ctrl.Result{}, nil
 }

@@ -1,7 +1,10 @@
 package plugin
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -118,6 +121,22 @@ type Observed struct {
 	// that makes an object such a label requires keeps making it while the label is held, so the
 	// object stays intact until the label goes.
 	Held map[string]string
+	// EndpointSlices are the namespace's EndpointSlices (discovery.k8s.io/v1), listed only when a
+	// plugin is an EndpointObserver that asks for them, and possibly trimmed (see
+	// runner.TrimEndpointSlice): of each only its name, labels and whether it has an endpoint that
+	// is not terminating are certain. nil otherwise.
+	EndpointSlices []discoveryv1.EndpointSlice
+	// Now is when the runner observed, the one clock a plugin may read: decisions that depend on
+	// time (how long a namespace has been idle) take it from here, so that Generate stays a
+	// function of its input. The zero time means unknown, and such a plugin keeps what stands.
+	Now time.Time
+}
+
+// EndpointObserver is implemented by plugins whose output depends on whether the namespace serves
+// anything: the waypoint with mesh.waypoint.provision onDemand. The runner lists the namespace's
+// EndpointSlices, through its Reader, only when NeedsEndpointSlices is true.
+type EndpointObserver interface {
+	NeedsEndpointSlices() bool
 }
 
 // Lookup returns the observed object of type T named name, if there is one.
@@ -167,6 +186,14 @@ type Desired struct {
 	// Waiting says why the plugin is not yet in its final state (for example "waiting for waypoint
 	// ..."); a non-empty list makes the Result ask for a requeue.
 	Waiting []string
+	// Notes say how the plugin's state reads when it waits for nothing (for example "waypoint
+	// idle since ..."): they go in the Result, the Profile condition's message and plan, and ask
+	// for no requeue.
+	Notes []string
+	// RequeueAfter, when positive, is how soon the plugin's decision changes by itself, with no
+	// event to trigger a reconcile (an idle waypoint's deadline): the Result asks for a requeue
+	// no later than that.
+	RequeueAfter time.Duration
 	// Warnings are things an admin should know that do not stop the plugin.
 	Warnings []string
 	// Errors are problems the plugin answered by falling back to a safe state, such as a Profile
@@ -185,4 +212,17 @@ type Ref struct {
 // String formats a Ref as Kind.group/name (Kind/name for the core group).
 func (r Ref) String() string {
 	return r.GroupKind.String() + "/" + r.Name
+}
+
+// Serving says whether the slice has an endpoint that is not terminating, ready or not yet ready:
+// a pod that starts counts (so that its waypoint starts with it), one on its way out does not. An
+// endpoint whose terminating condition is unset is not terminating (the API's own reading, see
+// discoveryv1.EndpointConditions).
+func Serving(es *discoveryv1.EndpointSlice) bool {
+	for _, e := range es.Endpoints {
+		if e.Conditions.Terminating == nil || !*e.Conditions.Terminating {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -40,8 +41,35 @@ import (
 // APIReader instead.
 func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Label: ManagedSelector(), Transform: TrimConfigMap},
+		&corev1.ConfigMap{}:          {Label: ManagedSelector(), Transform: TrimConfigMap},
+		&discoveryv1.EndpointSlice{}: {Transform: TrimEndpointSlice},
 	}
+}
+
+// TrimEndpointSlice is the cache transform of [CacheByObject] for EndpointSlices, which the
+// waypoint plugin reads with mesh.waypoint.provision onDemand (plugin.EndpointObserver): it keeps
+// of each its name, namespace, UID, resourceVersion, labels (the Service's, which Kubernetes copies
+// onto its slices, and kubernetes.io/service-name: what mesh.waypoint.ignoredServices and the
+// waypoint's own slice are told by), addressType, and of its endpoints one, emptied, when any is
+// not terminating: whether the slice serves anything is all the decision needs. Addresses, ports,
+// topology, annotations and managedFields go, so that a slice of a thousand pods costs the
+// controller what one of a single pod does. Anything else passes unchanged; applied again to its
+// result, it changes nothing. An informer for EndpointSlices starts only when a runner lists them,
+// so an install without onDemand caches none.
+func TrimEndpointSlice(obj any) (any, error) {
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	md := &es.ObjectMeta
+	kept := &discoveryv1.EndpointSlice{TypeMeta: es.TypeMeta, AddressType: es.AddressType, ObjectMeta: metav1.ObjectMeta{
+		Name: md.Name, Namespace: md.Namespace, UID: md.UID, ResourceVersion: md.ResourceVersion, Labels: md.Labels,
+		CreationTimestamp: md.CreationTimestamp, DeletionTimestamp: md.DeletionTimestamp,
+	}}
+	if plugin.Serving(es) {
+		kept.Endpoints = []discoveryv1.Endpoint{{}}
+	}
+	return kept, nil
 }
 
 // maxKept bounds each string TrimConfigMap keeps of a controller reference. The API server sets no

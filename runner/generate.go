@@ -102,6 +102,8 @@ func generateAll(s *runtime.Scheme, plugins []plugin.Plugin, res *Result, t plug
 		}
 		pl.res.Waiting = append(pl.res.Waiting, d.Waiting...)
 		pl.res.Warnings = append(pl.res.Warnings, d.Warnings...)
+		pl.res.Notes = append(pl.res.Notes, d.Notes...)
+		pl.res.RequeueAfter = d.RequeueAfter
 		for _, e := range d.Errors {
 			pl.res.Errors = append(pl.res.Errors, inputError{fmt.Errorf("plugin %s: %w", p.Name(), e)})
 		}

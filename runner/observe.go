@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,7 +27,7 @@ func (r *Runner) observe(ctx context.Context, name string) (*corev1.Namespace, p
 		}
 		return nil, plugin.Observed{}, nil, fmt.Errorf("reading namespace %q: %w", name, err)
 	}
-	obs := plugin.Observed{Labels: ns.Labels, LabelManagers: labelowners.Managers(ns)}
+	obs := plugin.Observed{Labels: ns.Labels, LabelManagers: labelowners.Managers(ns), Now: r.now()}
 	listed := map[schema.GroupVersionKind]bool{}
 	missing := unserved{}
 	wantPods := false
@@ -66,6 +68,13 @@ func (r *Runner) observe(ctx context.Context, name string) (*corev1.Namespace, p
 			}
 		}
 	}
+	if wantsEndpointSlices(r.Plugins) {
+		slices, err := r.listEndpointSlices(ctx, name)
+		if err != nil {
+			return nil, plugin.Observed{}, nil, err
+		}
+		obs.EndpointSlices = slices
+	}
 	if wantPods && r.APIReader == nil {
 		// Through the Reader on every call, as before APIReader existed; with an APIReader,
 		// generate lists them only when a decision needs them.
@@ -101,4 +110,33 @@ func findObservedRef(obs plugin.Observed, ref plugin.Ref) client.Object {
 		}
 	}
 	return nil
+}
+
+// wantsEndpointSlices says whether a plugin decides on the namespace's EndpointSlices.
+func wantsEndpointSlices(plugins []plugin.Plugin) bool {
+	for _, p := range plugins {
+		if eo, ok := p.(plugin.EndpointObserver); ok && eo.NeedsEndpointSlices() {
+			return true
+		}
+	}
+	return false
+}
+
+// listEndpointSlices lists the namespace's EndpointSlices through the Reader: a manager's cache
+// holds them trimmed (CacheByObject, TrimEndpointSlice), so a reconcile reads none from the API
+// server, and what the plugins see of each is what the transform kept.
+func (r *Runner) listEndpointSlices(ctx context.Context, name string) ([]discoveryv1.EndpointSlice, error) {
+	list := &discoveryv1.EndpointSliceList{}
+	if err := r.reader().List(ctx, list, client.InNamespace(name)); err != nil {
+		return nil, fmt.Errorf("listing EndpointSlices in %q: %w", name, err)
+	}
+	return list.Items, nil
+}
+
+// now is the runner's clock.
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +32,9 @@ type Rendering struct {
 // reference is added only when t.Profile has a UID. A plugin whose Generate fails fails the whole
 // rendering; Desired.Errors (refusals answered with a safe state) are kept in Rendering.Errors.
 func Render(s *runtime.Scheme, plugins []plugin.Plugin, t plugin.Target) (*Rendering, error) {
+	if t.Observed.Now.IsZero() {
+		t.Observed.Now = time.Now()
+	}
 	res := &Result{}
 	for _, p := range plugins {
 		res.Plugins = append(res.Plugins, PluginResult{Plugin: p.Name()})

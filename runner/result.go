@@ -79,6 +79,10 @@ type PluginResult struct {
 	LabelsSet, LabelsRemoved []string
 	// Waiting says what the plugin still waits for, in words an admin can act on.
 	Waiting []string
+	// Notes say how the plugin's state reads when it waits for nothing (plugin.Desired.Notes).
+	Notes []string
+	// RequeueAfter is the plugin's plugin.Desired.RequeueAfter: its decision changes by itself then.
+	RequeueAfter time.Duration
 	// Warnings come from the plugin and from the API server's responses to its writes.
 	Warnings []string
 	// Errors are the failures; a failed object or label does not stop the others.
@@ -129,13 +133,25 @@ func (r *Result) collect(f func(PluginResult) []string) []string {
 	return out
 }
 
+// Notes lists every plugin's notes, each prefixed with the plugin's name.
+func (r *Result) Notes() []string {
+	return r.collect(func(p PluginResult) []string { return p.Notes })
+}
+
 // RequeueAfter is how long the controller should wait before reconciling again: WaitRequeue while
-// any plugin waits, zero otherwise (errors are requeued by the controller's own backoff).
+// any plugin waits, else the soonest time a plugin's decision changes by itself (an idle
+// waypoint's deadline), zero otherwise (errors are requeued by the controller's own backoff).
 func (r *Result) RequeueAfter() time.Duration {
+	var after time.Duration
 	if len(r.Waiting()) > 0 {
-		return r.WaitRequeue
+		after = r.WaitRequeue
 	}
-	return 0
+	for _, p := range r.Plugins {
+		if p.RequeueAfter > 0 && (after == 0 || p.RequeueAfter < after) {
+			after = p.RequeueAfter
+		}
+	}
+	return after
 }
 
 // Condition summarises the call as a Profile status condition: True when every plugin reached its
@@ -146,10 +162,11 @@ func (r *Result) Condition() profilev1.ProfileCondition {
 		msgs = append(msgs, err.Error())
 	}
 	msgs = append(msgs, r.Waiting()...)
+	notes := r.Notes()
 	if len(msgs) == 0 {
-		return profilev1.ProfileCondition{Type: ConditionType, Status: "True", Message: "all plugins applied"}
+		return profilev1.ProfileCondition{Type: ConditionType, Status: "True", Message: strings.Join(append([]string{"all plugins applied"}, notes...), "; ")}
 	}
-	return profilev1.ProfileCondition{Type: ConditionType, Status: "False", Message: strings.Join(msgs, "; ")}
+	return profilev1.ProfileCondition{Type: ConditionType, Status: "False", Message: strings.Join(append(msgs, notes...), "; ")}
 }
 
 func (r *Result) errors() []error {

@@ -71,6 +71,9 @@ type Runner struct {
 	Plugins []plugin.Plugin
 	// WaitRequeue is the requeue delay while a plugin waits; zero means DefaultWaitRequeue.
 	WaitRequeue time.Duration
+	// Now is the clock plugins read through plugin.Observed.Now (how long a namespace has been
+	// idle); nil means time.Now. Tests set it to move time without waiting.
+	Now func() time.Time
 	// Namespaces decides which namespaces are the Profile's to write into; the zero value is
 	// the default rule and refuses ownership.AlwaysReserved.
 	Namespaces ownership.Policy

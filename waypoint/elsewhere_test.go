@@ -2,12 +2,14 @@ package waypoint_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -57,6 +59,15 @@ func TestEveryLabelTheWaypointPluginWritesIsRefusedInOverrideSelectors(t *testin
 		for k := range generate(t, cfg, nil, programmed(cfg)).Labels {
 			keys[k] = true
 		}
+		if cfg.Mesh.Mode == config.ModeAmbient {
+			cfg.Mesh.Waypoint.Provision = config.ProvisionOnDemand
+			d, err := waypoint.New(cfg).Generate(plugin.Target{Namespace: ns, Observed: plugin.Observed{Now: time.Unix(1_800_000_000, 0)}})
+			require.NoError(t, err)
+			require.Contains(t, d.Labels, waypoint.IdleSinceLabel)
+			for k := range d.Labels {
+				keys[k] = true
+			}
+		}
 		p := waypoint.New(cfg)
 		for k := range p.DataPlaneLabels() {
 			keys[k] = true
@@ -65,7 +76,7 @@ func TestEveryLabelTheWaypointPluginWritesIsRefusedInOverrideSelectors(t *testin
 	for _, k := range waypoint.EnrolmentLabels() {
 		keys[k] = true
 	}
-	require.GreaterOrEqual(t, len(keys), 5, "dataplane-mode, use-waypoint, ingress-use-waypoint, istio-injection, istio.io/rev")
+	require.GreaterOrEqual(t, len(keys), 6, "dataplane-mode, use-waypoint, ingress-use-waypoint, istio-injection, istio.io/rev, waypoint-idle-since")
 	for k := range keys {
 		_, err := config.Parse([]byte("apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\n" +
 			"podSecurity: {overrides: [{namespaceSelector: {matchLabels: {" + k + ": x}}, minimumEnforce: privileged}]}\n"))

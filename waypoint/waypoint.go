@@ -175,7 +175,12 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	// changes, and sets them once istiod has programmed the Gateway that references it.
 	unpatched := params.wanted && !referencesPatch(gw)
 	serve, whyNot := p.waypointMayServe(t.Observed, gw)
-	if serve {
+	dm := p.demand(t, gw.Name)
+	if serve && !dm.gateway {
+		// Idle (provision onDemand): no Gateway and no routing labels; what stands is removed,
+		// the routing labels first (plugin.Desired.Enrolment).
+		serve = false
+	} else if serve {
 		d.Objects = append(d.Objects, gw)
 		d.CreateRequires = map[plugin.Ref][]plugin.Ref{gwRef: cut(&refs, owner)}
 		if referencesPatch(gw) {
@@ -193,6 +198,7 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 		InjectionLabel:                  "disabled",
 	}
 	d.LabelRequires = map[string][]plugin.Ref{label.IoIstioDataplaneMode.Name: cut(&refs, ztunnel)}
+	p.recordDemand(&d, dm)
 	if m.Revision != "" {
 		d.Labels[label.IoIstioRev.Name] = m.Revision
 	}
@@ -208,7 +214,7 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	if elsewhere != nil {
 		d.Errors = append(d.Errors, elsewhere)
 	}
-	if ready, why := Ready(t.Observed, gw); ready && serve && detached == "" && elsewhere == nil && !unpatched {
+	if ready, why := Ready(t.Observed, gw); ready && serve && dm.route && detached == "" && elsewhere == nil && !unpatched {
 		d.Labels[label.IoIstioUseWaypoint.Name] = gw.Name
 		// Ready judged the Gateway by its observed status: a change written to it in this call
 		// makes that status the previous generation's.
@@ -227,11 +233,11 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 			d.Labels[label.IoIstioIngressUseWaypoint.Name] = "true"
 			d.LabelRequires[label.IoIstioIngressUseWaypoint.Name] = cut(&refs, routed...)
 		}
-	} else if serve && !ready {
+	} else if serve && dm.route && !ready {
 		d.Waiting = append(d.Waiting, fmt.Sprintf(
-			WaitingForWaypoint+": Gateway %s/%s %s; istio.io/use-waypoint stays unset until it is Programmed with an address, "+
+			WaitingForWaypoint+": %sGateway %s/%s %s; istio.io/use-waypoint stays unset until it is Programmed with an address, "+
 				"and the ztunnel policy keeps the namespace closed meanwhile (check `kubectl -n %s describe gateway %s` and the events of deployment %s, "+
-				"where a pod refused by Pod Security shows)%s", t.Namespace, gw.Name, why, t.Namespace, gw.Name, gw.Name, p.restrictedHint(t)))
+				"where a pod refused by Pod Security shows)%s", dm.starting(), t.Namespace, gw.Name, why, t.Namespace, gw.Name, gw.Name, p.restrictedHint(t)))
 	}
 	if pods := optedOut(t.Observed.Pods, gw.Name); len(pods) > 0 {
 		d.Warnings = append(d.Warnings, fmt.Sprintf(

@@ -186,7 +186,7 @@ func startManager(t *testing.T, restCfg *rest.Config, opts ctrl.Options, cfg *co
 	if wrap != nil {
 		rec = wrap(r)
 	}
-	require.NoError(t, setup(mgr, rec))
+	require.NoError(t, setup(mgr, rec, cfg.Mesh.OnDemand()))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- mgr.Start(ctx) }()

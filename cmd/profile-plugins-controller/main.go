@@ -14,11 +14,13 @@ package main
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 
 	"github.com/go-logr/logr"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -42,6 +44,7 @@ import (
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
@@ -93,7 +96,7 @@ func run(configPath, metricsAddr, probeAddr string, leaderElect bool, leaderID s
 	}
 	r.Recorder = mgr.GetEventRecorder("profile-plugins")
 	r.Metrics = NewMetrics(metrics.Registry)
-	if err := setup(mgr, r); err != nil {
+	if err := setup(mgr, r, cfg.Mesh.OnDemand()); err != nil {
 		return err
 	}
 	if err := setupPlatformCheck(mgr, &PlatformCheck{Reader: mgr.GetAPIReader(), Config: cfg, Recorder: r.Recorder,
@@ -160,7 +163,7 @@ func newManagedReconciler(mgr ctrl.Manager, cfg *config.Config) (*Reconciler, er
 // no Gateway API, and none mode no Istio, so only what the API server serves at start is watched;
 // a CRD installed later is watched after a restart, and until then the runner's requeue while it
 // waits stands in for the watch.
-func setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
+func setup(mgr ctrl.Manager, r reconcile.Reconciler, onDemand bool) error {
 	gateways, err := served(mgr, &gatewayv1.Gateway{})
 	if err != nil {
 		return err
@@ -180,6 +183,12 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler) error {
 			builder.OnlyMetadata, builder.WithPredicates(contributorAnnotated))
 	if gateways {
 		b = b.Owns(&gatewayv1.Gateway{})
+	}
+	if onDemand {
+		// provision onDemand: a Service endpoint appearing or going (re)decides its namespace's
+		// waypoint. The cache holds the slices trimmed (runner.TrimEndpointSlice), and an update
+		// reconciles only when it changes what the decision reads.
+		b = b.Watches(&discoveryv1.EndpointSlice{}, kubeflow.EnqueueProfileOfNamespace(), builder.WithPredicates(servingChanged))
 	}
 	if policies {
 		// kfam's own contributor policies carry no owner reference; watching them (from the
@@ -222,3 +231,15 @@ func hasContributorAnnotations(o client.Object) bool {
 	role := o.GetAnnotations()[authz.RoleAnnotation]
 	return o.GetAnnotations()[authz.UserAnnotation] != "" && (role == authz.RoleEdit || role == authz.RoleView)
 }
+
+// servingChanged lets through every EndpointSlice created or deleted, and an update only when it
+// changes whether the slice serves (plugin.Serving) or its labels (which decide whether it counts):
+// a pod's readiness flipping does not reconcile its Profile.
+var servingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*discoveryv1.EndpointSlice)
+	n, ok2 := e.ObjectNew.(*discoveryv1.EndpointSlice)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return plugin.Serving(o) != plugin.Serving(n) || !maps.Equal(o.Labels, n.Labels)
+}}

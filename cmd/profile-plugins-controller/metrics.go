@@ -1,11 +1,14 @@
 package main
 
 import (
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubeflow-ambient/profile-plugins/runner"
+	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
 // Metrics are the controller's Prometheus metrics.
@@ -13,9 +16,11 @@ type Metrics struct {
 	applies        *prometheus.CounterVec
 	objectsChanged *prometheus.CounterVec
 	waiting        prometheus.Gauge
+	waypoints      *prometheus.GaugeVec
 
 	mu            sync.Mutex
 	waitingByName map[string]bool
+	waypointState map[string]string
 }
 
 // NewMetrics creates the metrics and registers them with reg (controller-runtime's
@@ -34,9 +39,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "profile_plugins_waiting_for_waypoint",
 			Help: "Profiles whose namespace waits for its waypoint to be Programmed.",
 		}),
+		waypoints: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "profile_plugins_waypoints",
+			Help: "Profiles by the state of their waypoint: active (the plugins keep its Gateway, also inside mesh.waypoint.idleAfter) " +
+				"or idle (provision onDemand, no Service endpoint, no Gateway).",
+		}, []string{"state"}),
 		waitingByName: map[string]bool{},
+		waypointState: map[string]string{},
 	}
-	reg.MustRegister(m.applies, m.objectsChanged, m.waiting)
+	for _, s := range []string{waypointActive, waypointIdle} {
+		m.waypoints.WithLabelValues(s).Set(0)
+	}
+	reg.MustRegister(m.applies, m.objectsChanged, m.waiting, m.waypoints)
 	return m
 }
 
@@ -58,11 +72,57 @@ func (m *Metrics) observe(profile string, res *runner.Result) {
 		m.objectsChanged.WithLabelValues(p.Plugin, "deleted").Add(float64(len(p.Deleted)))
 	}
 	m.setWaiting(profile, waitingForWaypoint(res))
+	m.setWaypoint(profile, waypointStateOf(res))
 }
 
 func (m *Metrics) forget(profile string) {
 	if m != nil {
 		m.setWaiting(profile, false)
+		m.setWaypoint(profile, "")
+	}
+}
+
+// The states of profile_plugins_waypoints.
+const (
+	waypointActive = "active"
+	waypointIdle   = "idle"
+)
+
+// waypointStateOf is active when the call kept the waypoint Gateway, idle when the waypoint plugin
+// says the namespace is idle and keeps none, "" otherwise (sidecar mode, a Gateway withheld).
+func waypointStateOf(res *runner.Result) string {
+	for _, p := range res.Plugins {
+		if p.Plugin != waypoint.PluginName {
+			continue
+		}
+		for _, ref := range slices.Concat(p.Created, p.Updated, p.Unchanged) {
+			if ref.Kind == "Gateway" {
+				return waypointActive
+			}
+		}
+		for _, n := range slices.Concat(p.Notes, p.Waiting) {
+			if strings.HasPrefix(n, waypoint.Idle) {
+				return waypointIdle
+			}
+		}
+	}
+	return ""
+}
+
+func (m *Metrics) setWaypoint(profile, state string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if state == "" {
+		delete(m.waypointState, profile)
+	} else {
+		m.waypointState[profile] = state
+	}
+	counts := map[string]int{}
+	for _, s := range m.waypointState {
+		counts[s]++
+	}
+	for _, s := range []string{waypointActive, waypointIdle} {
+		m.waypoints.WithLabelValues(s).Set(float64(counts[s]))
 	}
 }
 

@@ -2,7 +2,9 @@ package v1alpha1
 
 import (
 	"slices"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 )
 
@@ -17,6 +19,10 @@ const (
 	DefaultRootNamespace     = "istio-system"
 	DefaultUserIDHeader      = "kubeflow-userid"
 	DefaultIstiodNamespace   = "istio-system"
+	// DefaultIdleAfter outlasts the gaps of a namespace in use (a pod restarting, a rolling
+	// update, a notebook stopped and started again) by far and a waypoint's start by two orders
+	// of magnitude, and is short beside a working day: see docs/ondemand.md.
+	DefaultIdleAfter = 30 * time.Minute
 )
 
 // Names of the default platform callers.
@@ -52,6 +58,8 @@ func (c *Config) SetDefaults() {
 	setIfNil(&m.IngressUseWaypoint, true)
 	setIfNil(&m.IstioCNI, true)
 	setIfNil(&m.Waypoint.SeccompPatch, false)
+	setIfEmpty(&m.Waypoint.Provision, ProvisionAlways)
+	setIfNil(&m.Waypoint.IdleAfter, metav1.Duration{Duration: DefaultIdleAfter})
 	m.Waypoint.SetSizingDefaults()
 
 	a := &c.Authorization

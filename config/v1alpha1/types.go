@@ -117,11 +117,36 @@ type Waypoint struct {
 	// waypoint's Deployment, Pods, Service and ServiceAccount. Default: none.
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// Provision is always (a waypoint in every user namespace, as before) or onDemand (a waypoint
+	// only while the namespace has a Service endpoint, ready or not, and for IdleAfter after the
+	// last one went). Idle or not, the ztunnel, owner and contributor policies and the
+	// dataplane-mode label stay: only the Gateway and the routing labels come and go. See
+	// docs/ondemand.md. Default: always, so that an upgrade changes nothing by itself.
+	Provision WaypointProvision `json:"provision,omitempty"`
+	// IdleAfter is how long a namespace with onDemand keeps its waypoint after its last Service
+	// endpoint went: endpoints that come back within it find the waypoint still routed. Default: 30m.
+	IdleAfter *metav1.Duration `json:"idleAfter,omitempty"`
+	// IgnoredServices selects, by the Service's labels (which Kubernetes copies onto its
+	// EndpointSlices), Services whose endpoints do not count as activity: servers a platform runs
+	// in every namespace around the clock. While the namespace is idle their callers meet the
+	// ztunnel policy alone, so only L4 exceptions and the namespace's own pods reach them.
+	// An empty selector (which would ignore every Service) is refused. Default: none.
+	IgnoredServices *metav1.LabelSelector `json:"ignoredServices,omitempty"`
 
 	// WaypointSizing (resources, replicas, podDisruptionBudget, autoscaling, sizingOverrides)
 	// sits inline: its fields are mesh.waypoint's own.
 	WaypointSizing `json:",inline"`
 }
+
+// WaypointProvision says when a user namespace has its waypoint.
+type WaypointProvision string
+
+const (
+	// ProvisionAlways keeps a waypoint in every user namespace.
+	ProvisionAlways WaypointProvision = "always"
+	// ProvisionOnDemand keeps one only while the namespace has something it serves.
+	ProvisionOnDemand WaypointProvision = "onDemand"
+)
 
 // Authorization configures the access policies.
 type Authorization struct {

@@ -102,6 +102,7 @@ func (m *Mesh) validate(path *field.Path) field.ErrorList {
 	for _, msg := range validation.IsDNS1123Subdomain(m.Waypoint.ClassName) {
 		errs = append(errs, field.Invalid(wp.Child("className"), m.Waypoint.ClassName, msg))
 	}
+	errs = append(errs, m.Waypoint.validateProvision(wp)...)
 	switch m.Waypoint.For {
 	case "service", "workload", "all":
 	case "none":
@@ -323,7 +324,9 @@ const namespaceNameLabel = "kubernetes.io/metadata.name"
 // (the level it asks for) and the namespace's enrolment (use-waypoint appears once its waypoint is
 // Programmed), not a choice the admin made for that namespace.
 var (
-	ownLabelPrefixes = []string{"pod-security.kubernetes.io/"}
+	// profile-plugins.kubeflow-ambient.io/ holds the waypoint's idle-since label, whose presence
+	// follows the namespace's Service endpoints, which its users make.
+	ownLabelPrefixes = []string{"pod-security.kubernetes.io/", "profile-plugins.kubeflow-ambient.io/"}
 	ownLabels        = []string{
 		label.IoIstioDataplaneMode.Name, label.IoIstioUseWaypoint.Name, label.IoIstioIngressUseWaypoint.Name,
 		label.IoIstioRev.Name, "istio-injection",

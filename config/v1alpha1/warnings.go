@@ -8,7 +8,7 @@ import (
 
 // Warnings lists what in a valid configuration the admin should know although it is allowed, each
 // naming the field path and value. Today: L4 exception ipBlocks wider than /16 (IPv4) or /48
-// (IPv6). `profile-plugins render` prints them on standard error; a controller should log them
+// (IPv6); an onDemand provision that has no effect, or an idleAfter under a minute. `profile-plugins render` prints them on standard error; a controller should log them
 // at start, as cmd/profile-plugins-controller does.
 func (c *Config) Warnings() []string {
 	var out []string
@@ -24,5 +24,5 @@ func (c *Config) Warnings() []string {
 				"narrow it to the addresses of the client it is for", path, b))
 		}
 	}
-	return out
+	return append(out, c.Mesh.provisionWarnings()...)
 }

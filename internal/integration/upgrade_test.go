@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -109,6 +110,10 @@ type upgrade struct {
 	profile *profilev1.Profile
 	// failOnce, when set, makes the next write whose description starts with it fail, once.
 	failOnce string
+	// now, when set, is the runners' clock (provision onDemand's idle window).
+	now func() time.Time
+	// last is the Result of converge's last call.
+	last *plugins.Result
 }
 
 func startUpgrade(t *testing.T, ns string) *upgrade {
@@ -266,9 +271,11 @@ func meta(gw *gatewayv1.Gateway) *metav1.Condition {
 func (u *upgrade) converge(cfg *config.Config) {
 	r, err := plugins.NewRunner(u.checked, cfg)
 	require.NoError(u.t, err)
+	r.Now = u.now
 	for call := 1; call <= 8; call++ {
 		before, faulty := len(u.writes), u.failOnce != ""
 		res := r.Apply(u.ctx, u.profile)
+		u.last = res
 		if faulty && u.failOnce == "" {
 			require.ErrorContains(u.t, res.Err(), "injected", "call %d", call)
 			u.t.Logf("call %d: fault injected; writes so far: %s", call, strings.Join(u.writes, "; "))
