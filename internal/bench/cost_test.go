@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"istio.io/api/label"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -21,8 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"istio.io/api/label"
-	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -538,11 +538,15 @@ func (p *controllerProc) stop(b *testing.B) {
 	default:
 	}
 	_ = p.cmd.Process.Signal(os.Interrupt)
+	var err error
 	select {
-	case <-p.done:
+	case err = <-p.done:
 	case <-time.After(20 * time.Second):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		err = <-p.done
+	}
+	if err != nil {
+		b.Logf("the reference controller, stopped: %v", err)
 	}
 }
 
