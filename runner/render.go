@@ -22,13 +22,14 @@ type Rendering struct {
 	Namespace *unstructured.Unstructured
 	// Objects are the decorated objects in plugin order, then generation order.
 	Objects []*unstructured.Unstructured
-	// Waiting and Warnings are the plugins' own, prefixed with the plugin's name.
-	Waiting, Warnings []string
+	// Waiting, Warnings and Notes are the plugins' own, prefixed with the plugin's name.
+	Waiting, Warnings, Notes []string
 	// Errors are the plugins' Desired.Errors: what they refused while rendering a safe state.
 	Errors []error
 }
 
-// Render generates t with every plugin, as Runner.Apply would, without an API server. An owner
+// Render generates t with every plugin, as Runner.Apply would, without an API server; a zero
+// t.Observed.Now is the current time. An owner
 // reference is added only when t.Profile has a UID. A plugin whose Generate fails fails the whole
 // rendering; Desired.Errors (refusals answered with a safe state) are kept in Rendering.Errors.
 func Render(s *runtime.Scheme, plugins []plugin.Plugin, t plugin.Target) (*Rendering, error) {
@@ -66,6 +67,7 @@ func Render(s *runtime.Scheme, plugins []plugin.Plugin, t plugin.Target) (*Rende
 	out.Namespace = ns
 	out.Waiting = res.Waiting()
 	out.Warnings = res.Warnings()
+	out.Notes = res.Notes()
 	return out, nil
 }
 

@@ -1,6 +1,7 @@
 package preview
 
 import (
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -23,4 +24,14 @@ func ProgrammedGateway(cfg *config.Config, namespace string) *gatewayv1.Gateway 
 	}}
 	gw.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "waypoint." + namespace + ".svc"}}
 	return gw
+}
+
+// ServingEndpointSlice is an EndpointSlice with one endpoint that is starting: a namespace in use,
+// as provision onDemand sees it. In a cluster the EndpointSlice controller makes these.
+func ServingEndpointSlice(namespace string) discoveryv1.EndpointSlice {
+	return discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "preview", Namespace: namespace, Labels: map[string]string{discoveryv1.LabelServiceName: "preview"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}},
+	}
 }

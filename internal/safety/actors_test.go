@@ -10,6 +10,8 @@ import (
 	typev1beta1 "istio.io/api/type/v1beta1"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
@@ -108,15 +110,20 @@ func (w *world) foreignDelete(which string) error {
 	if obj == nil {
 		return errNotApplicable
 	}
-	w.must(w.store.Delete(w.ctx, obj))
-	// The runner's finalizer (plugin.ProtectionFinalizer) would keep the object while pods
-	// depend on it; this deleter means it gone and takes the finalizer off as well.
-	if err := w.store.Get(w.ctx, client.ObjectKeyFromObject(obj), obj); err == nil && len(obj.GetFinalizers()) > 0 {
-		obj.SetFinalizers(nil)
-		w.must(w.store.Update(w.ctx, obj, client.FieldOwner(kubectlEdit)))
-	}
+	w.deleteForGood(obj, kubectlEdit)
 	w.t.Logf("  %s deleted %s", kubectlEdit, which)
 	return nil
+}
+
+// deleteForGood deletes obj as writer and, since the runner's finalizer
+// (plugin.ProtectionFinalizer) would keep it while pods depend on it, takes the finalizer off as
+// well: the writer means it gone.
+func (w *world) deleteForGood(obj client.Object, writer string) {
+	w.must(w.store.Delete(w.ctx, obj))
+	if err := w.store.Get(w.ctx, client.ObjectKeyFromObject(obj), obj); err == nil && len(obj.GetFinalizers()) > 0 {
+		obj.SetFinalizers(nil)
+		w.must(w.store.Update(w.ctx, obj, client.FieldOwner(writer)))
+	}
 }
 
 var drifts = []string{
@@ -340,4 +347,46 @@ func newPod(name string, shape int, sidecar bool) *corev1.Pod {
 		pod.Spec.Containers = append(pod.Spec.Containers, proxy)
 	}
 	return pod
+}
+
+// endpoints sets Service svc's EndpointSlice to n endpoints, as the EndpointSlice controller
+// would, labelled like the slices of the waypoint's own Service when svc is the waypoint's.
+func (w *world) endpoints(svc string, n int, ready bool) error {
+	labels := map[string]string{discoveryv1.LabelServiceName: svc}
+	if svc == waypointName {
+		labels["gateway.networking.k8s.io/gateway-name"] = waypointName
+	}
+	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc + "-x1", Namespace: userNS, Labels: labels},
+		AddressType: discoveryv1.AddressTypeIPv4}
+	for i := 0; i < n; i++ {
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.1.0.%d", i+1)},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)}})
+	}
+	cur := &discoveryv1.EndpointSlice{}
+	if err := w.store.Get(w.ctx, client.ObjectKeyFromObject(es), cur); apierrors.IsNotFound(err) {
+		return w.store.Create(w.ctx, es)
+	} else if err != nil {
+		return err
+	}
+	cur.Endpoints = es.Endpoints
+	return w.store.Update(w.ctx, cur)
+}
+
+// endpointsGo ends Service svc's endpoints: all terminating, none left, or the slice deleted.
+func (w *world) endpointsGo(svc, how string) error {
+	cur := &discoveryv1.EndpointSlice{}
+	if err := w.store.Get(w.ctx, client.ObjectKey{Namespace: userNS, Name: svc + "-x1"}, cur); err != nil {
+		return err
+	}
+	switch how {
+	case "deleted":
+		return w.store.Delete(w.ctx, cur)
+	case "terminating":
+		for i := range cur.Endpoints {
+			cur.Endpoints[i].Conditions = discoveryv1.EndpointConditions{Ready: ptr.To(false), Terminating: ptr.To(true)}
+		}
+	default:
+		cur.Endpoints = nil
+	}
+	return w.store.Update(w.ctx, cur)
 }

@@ -8,9 +8,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,11 +103,13 @@ type cfgModel struct {
 	// own only, trimmed to their metadata, past it through an API reader for hidden wanted names,
 	// for the wanted ones in full and for pods when a decision needs them.
 	wired bool
+	// onDemand is mesh.waypoint.provision onDemand with idleAfter 30m.
+	onDemand bool
 }
 
 func (m cfgModel) String() string {
-	return fmt.Sprintf("mode=%s enforce=%s preflight=%s adoptOwnerPolicy=%t override=%t wired=%t",
-		m.mode, levelNames[m.enforce], map[bool]string{true: "hold", false: "apply"}[m.hold], m.adopt, m.override, m.wired)
+	return fmt.Sprintf("mode=%s enforce=%s preflight=%s adoptOwnerPolicy=%t override=%t wired=%t onDemand=%t",
+		m.mode, levelNames[m.enforce], map[bool]string{true: "hold", false: "apply"}[m.hold], m.adopt, m.override, m.wired, m.onDemand)
 }
 
 func (m cfgModel) build() (*config.Config, error) {
@@ -120,6 +124,10 @@ func (m cfgModel) build() (*config.Config, error) {
 		c.PodSecurity.Preflight = config.PreflightHold
 	}
 	c.Authorization.AdoptOwnerPolicy = m.adopt
+	if m.onDemand {
+		c.Mesh.Waypoint.Provision = config.ProvisionOnDemand
+		c.Mesh.Waypoint.IdleAfter = &metav1.Duration{Duration: idleAfter}
+	}
 	if m.override {
 		// The admin's label on the namespace selects it ("team: ml", set in newWorld); a Profile's
 		// name is user input and may not select an override.
@@ -158,6 +166,9 @@ type world struct {
 
 	lastSnap *snapshot // the state after the runner's last write in this call
 
+	// clock is the runner's clock (Runner.Now): provision onDemand's idle window moves with it.
+	clock time.Time
+
 	violations []string
 	skip       map[string]bool
 }
@@ -169,7 +180,8 @@ type testLog interface {
 }
 
 func newWorld(t testLog, cfg cfgModel, initialEnforce string, skip map[string]bool) *world {
-	w := &world{t: t, ctx: context.Background(), cfg: cfg, owner: validOwners[0], gitopsLabels: map[string]string{}, skip: skip}
+	w := &world{t: t, ctx: context.Background(), cfg: cfg, owner: validOwners[0], gitopsLabels: map[string]string{}, skip: skip,
+		clock: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
 	profileControlled := []metav1.OwnerReference{{
 		APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: userNS, UID: profileUID,
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
@@ -234,6 +246,7 @@ func (w *world) runner() *runner.Runner {
 	w.must(err)
 	r, err := runner.NewRunner(w.runnerClient, plugins...)
 	w.must(err)
+	r.Now = func() time.Time { return w.clock }
 	if w.cfg.wired {
 		// profileplugins.CacheOptions and WithManager, without a manager: the same reads.
 		r.Reader = managedConfigMapsOnly{w.runnerClient}
@@ -268,6 +281,16 @@ func (m managedConfigMapsOnly) Get(ctx context.Context, key client.ObjectKey, ob
 func (m managedConfigMapsOnly) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if err := m.Reader.List(ctx, list, opts...); err != nil {
 		return err
+	}
+	if slices, ok := list.(*discoveryv1.EndpointSliceList); ok {
+		// As the cache holds them: trimmed by runner.TrimEndpointSlice.
+		for i := range slices.Items {
+			out, err := runner.TrimEndpointSlice(slices.Items[i].DeepCopy())
+			if err != nil {
+				return err
+			}
+			slices.Items[i] = *out.(*discoveryv1.EndpointSlice)
+		}
 	}
 	if cms, ok := list.(*corev1.ConfigMapList); ok {
 		cms.Items = slices.DeleteFunc(cms.Items, func(cm corev1.ConfigMap) bool {
@@ -523,6 +546,7 @@ func (w *world) countReached(s snapshot) {
 	count(stateForeignName, (zt != nil && !isManaged(zt)) || (owner != nil && !isManaged(owner)) || (wp != nil && !isManaged(wp)))
 	count(stateImpostor, s.impostors() > 0)
 	count(stateHeld, w.cfg.hold && level < want && len(w.violatingPods(s, want)) > 0)
+	count(stateIdle, w.cfg.onDemand && w.cfg.mode == config.ModeAmbient && enrolled && wp == nil && s.labels[labelIdleSince] != "")
 }
 
 const (
@@ -534,4 +558,12 @@ const (
 	stateForeignName         = "a foreign object holds a managed name"
 	stateImpostor            = "an editor's object carries the runner's labels without the Profile as controller"
 	stateHeld                = "preflight hold keeps a looser level while pods violate the wanted one"
+	stateIdle                = "an idle namespace (provision onDemand) is enrolled with no waypoint"
+)
+
+// idleAfter is the model's mesh.waypoint.idleAfter; labelIdleSince the label that records the
+// start of the idle window.
+const (
+	idleAfter      = 30 * time.Minute
+	labelIdleSince = "profile-plugins.kubeflow-ambient.io/waypoint-idle-since"
 )

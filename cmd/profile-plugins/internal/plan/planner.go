@@ -113,7 +113,8 @@ func (p *planner) planOne(ctx context.Context, profile *profilev1.Profile) Names
 	}
 	n.Waiting = append(n.Waiting, pluginFindings(res, func(r runner.PluginResult) []string { return r.Waiting })...)
 	n.Warnings = append(n.Warnings, warnings(res)...)
-	sortFindings(n.Conflicts, n.Refusals, n.Violations, n.Waiting, n.Warnings, n.Errors)
+	n.Notes = append(n.Notes, pluginFindings(res, func(r runner.PluginResult) []string { return r.Notes })...)
+	sortFindings(n.Conflicts, n.Refusals, n.Violations, n.Waiting, n.Warnings, n.Notes, n.Errors)
 	n.Status = n.status()
 	return n
 }

@@ -43,6 +43,9 @@ type NamespacePlan struct {
 	Waiting []Finding `json:"waiting,omitempty"`
 	// Warnings come from the plugins and from the API server's answers to the dry-run writes.
 	Warnings []Finding `json:"warnings,omitempty"`
+	// Notes say how a plugin's state reads when it waits for nothing, such as "waypoint idle
+	// since ..." with mesh.waypoint.provision onDemand.
+	Notes []Finding `json:"notes,omitempty"`
 	// Readiness lists objects already in the namespace that ambient mode ignores or breaks
 	// (ambient mode only).
 	Readiness []ReadinessFinding `json:"readiness,omitempty"`

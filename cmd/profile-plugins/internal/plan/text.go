@@ -49,6 +49,7 @@ func (t *textWriter) namespace(n *NamespacePlan) {
 	t.readiness(n.Readiness)
 	t.findings("waiting", "…", n.Waiting)
 	t.findings("warnings", "*", n.Warnings)
+	t.findings("notes", "-", n.Notes)
 	t.findings("errors", "x", n.Errors)
 	t.printf("\n")
 }

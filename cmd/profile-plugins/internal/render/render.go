@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -47,6 +48,9 @@ profile-plugins render -profile p.yaml -config c.yaml -pss-enforce restricted
 # Before istiod has programmed the waypoint (no istio.io/use-waypoint yet)
 profile-plugins render -waypoint-ready=false
 
+# With mesh.waypoint.provision onDemand, a namespace idle past idleAfter (no waypoint)
+profile-plugins render -config c.yaml -idle
+
 # The cluster-wide objects, applied once: the waypoint default-deny and class defaults
 profile-plugins render -cluster | kubectl apply -f -
 
@@ -69,6 +73,7 @@ type options struct {
 	profilePath         string
 	config              cli.ConfigFlags
 	ready, cluster      bool
+	idle                bool
 	output              string
 	kubeconfig, context string
 }
@@ -78,6 +83,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.profilePath, "profile", "", "a kubeflow.org/v1 Profile YAML file (default: an embedded sample)")
 	o.config.Register(fs)
 	fs.BoolVar(&o.ready, "waypoint-ready", true, "render as if istiod had programmed the waypoint (false: the state before, without istio.io/use-waypoint)")
+	fs.BoolVar(&o.idle, "idle", false, "with mesh.waypoint.provision onDemand, render the namespace idle past mesh.waypoint.idleAfter (no Service endpoint: no waypoint, no routing labels); default: in use")
 	fs.BoolVar(&o.cluster, "cluster", false, "render the cluster-wide objects instead of one namespace's")
 	fs.StringVar(&o.output, "o", cli.YAML, "output format: yaml, or json (one v1 List)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "also check the platform of this cluster (read-only); default: no cluster is read")
@@ -126,9 +132,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: %w", profileName, err)
 	}
 
+	if o.idle && !cfg.Mesh.OnDemand() {
+		return errors.New("-idle: needs mesh.mode ambient and mesh.waypoint.provision onDemand (with always every namespace keeps its waypoint)")
+	}
 	target := plugin.Target{Namespace: profile.Name, Owner: profile.Spec.Owner.Name, Profile: profile}
-	if o.ready && cfg.Mesh.Mode == config.ModeAmbient {
+	if o.ready && cfg.Mesh.Mode == config.ModeAmbient && !o.idle {
 		target.Observed.Objects = append(target.Observed.Objects, preview.ProgrammedGateway(cfg, profile.Name))
+	}
+	if cfg.Mesh.OnDemand() && !o.idle {
+		// A namespace in use, as with provision always: the same objects, the same goldens.
+		target.Observed.EndpointSlices = append(target.Observed.EndpointSlices, preview.ServingEndpointSlice(profile.Name))
 	}
 	ps, err := plugins.New(cfg)
 	if err != nil {
@@ -148,7 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if out, err = encode(out, o.output); err != nil {
 		return err
 	}
-	for _, w := range append(r.Warnings, r.Waiting...) {
+	for _, w := range slices.Concat(r.Warnings, r.Waiting, r.Notes) {
 		fmt.Fprintln(stderr, "note: "+w)
 	}
 	_, err = stdout.Write(out)

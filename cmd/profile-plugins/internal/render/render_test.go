@@ -141,3 +141,29 @@ func TestRenderRefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+// With provision onDemand, render prints a namespace in use, byte for byte what provision always
+// prints, so every golden and check of a working namespace holds; -idle prints the idle form: no
+// waypoint and no routing labels, the ztunnel and owner policies and dataplane-mode as always.
+func TestRenderOnDemandIsTheNamespaceInUseUnlessIdle(t *testing.T) {
+	onDemand := filepath.Join(t.TempDir(), "ondemand.yaml")
+	require.NoError(t, os.WriteFile(onDemand, []byte("apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1\nkind: PluginConfig\nmesh: {waypoint: {provision: onDemand}}\n"), 0o644))
+	var always, inUse, idle, stderr bytes.Buffer
+	require.NoError(t, run(t.Context(), nil, &always, &stderr))
+	require.NoError(t, run(t.Context(), []string{"-config", onDemand}, &inUse, &stderr), stderr.String())
+	assert.Equal(t, always.String(), inUse.String(), "render without -idle is unchanged by onDemand")
+
+	stderr.Reset()
+	require.NoError(t, run(t.Context(), []string{"-config", onDemand, "-idle"}, &idle, &stderr), stderr.String())
+	out := idle.String()
+	assert.NotContains(t, out, "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway", "no waypoint (the owner policy still names it in targetRefs)")
+	assert.NotContains(t, out, "istio.io/use-waypoint")
+	assert.Contains(t, out, "istio.io/dataplane-mode: ambient")
+	assert.Contains(t, out, "name: ns-owner-access-istio-ztunnel")
+	assert.Contains(t, out, "name: ns-owner-access-istio\n")
+	assert.Contains(t, out, "profile-plugins.kubeflow-ambient.io/waypoint-idle-since:")
+	assert.Contains(t, stderr.String(), "note: waypoint: waypoint idle since")
+
+	err := run(t.Context(), []string{"-idle"}, &idle, &stderr)
+	assert.ErrorContains(t, err, "-idle: needs mesh.mode ambient and mesh.waypoint.provision onDemand")
+}
