@@ -220,7 +220,7 @@ func costGoals(c *costData) []verdict {
 // mode, at N=n.
 func costChart(c *costData, n string) string {
 	const (
-		width, height          = 640, 380
+		width, height          = 680, 380
 		left, right, top, bott = 70, 150, 40, 50
 	)
 	colors := map[string]string{"always": "#d62728", "onDemand": "#2ca02c", "sidecar": "#1f77b4"}
