@@ -40,7 +40,7 @@ IMAGE_ARCH    ?= $(shell $(GO) env GOARCH)
 # library's dependencies).
 HACK_TEST_MODULES = hack/image hack/kustomize
 
-.PHONY: test test-stock unit hack-test lint golangci-lint floors envtest fuzz fuzz-short bench bench-scale bench-report render update-golden test-newest mutate image kustomize-build release-binaries
+.PHONY: test test-stock unit hack-test lint golangci-lint floors envtest fuzz fuzz-short bench bench-cost bench-scale bench-report render update-golden test-newest mutate image kustomize-build release-binaries
 
 ## test: lint, build the test API server if needed, then every test of the module.
 ## With KUBEBUILDER_ASSETS pointing elsewhere, those binaries are used and nothing is built.
@@ -102,15 +102,25 @@ BENCH_N       ?= 1000
 BENCH_SCALE_N ?= 10000
 BENCH_RUNS    ?= 3
 BENCH_OUT     ?= BENCHMARKS.md
+BENCH_COST = bash -o pipefail -c 'BENCH_PROFILES=$$0 $(GO) test -run "^$$" -bench Cost -benchtime 1x -timeout $$1 ./internal/bench/ | tee $(BIN)/bench-cost-$$0.txt.part && mv $(BIN)/bench-cost-$$0.txt.part $(BIN)/bench-cost-$$0.txt'
+BENCH_CHART ?= docs/cost-memory.svg
 BENCH_API = bash -o pipefail -c 'BENCH_PROFILES=$$0 BENCH_RUNS=$(BENCH_RUNS) $(GO) test -run "^$$" -bench API -benchtime 1x -timeout $$1 ./internal/bench/ | tee $(BIN)/bench-api-$$0.txt.part && mv $(BIN)/bench-api-$$0.txt.part $(BIN)/bench-api-$$0.txt'
 
 bench: $(NEEDS_ENVTEST)
 	@mkdir -p $(BIN)
 	bash -o pipefail -c '$(GO) test -run "^$$" -bench "Generate|FullSet" -benchmem -count 5 ./internal/bench/ | tee $(BIN)/bench-gen.txt.part' && mv $(BIN)/bench-gen.txt.part $(BIN)/bench-gen.txt
 	$(BENCH_API) $(BENCH_N) 120m
+	$(BENCH_COST) $(BENCH_N) 120m
 	@$(MAKE) --no-print-directory bench-report
 
 ## bench-scale: the API benchmark with BENCH_SCALE_N (10,000) namespaces; added to BENCHMARKS.md. Hours.
+## bench-cost: only the cost benchmark (BenchmarkCost: the reference controller over BENCH_N Profile
+## namespaces, 0-100% active, for always, onDemand and sidecar mode), then BENCHMARKS.md.
+bench-cost: $(NEEDS_ENVTEST)
+	@mkdir -p $(BIN)
+	$(BENCH_COST) $(BENCH_N) 120m
+	@$(MAKE) --no-print-directory bench-report
+
 bench-scale: $(NEEDS_ENVTEST)
 	@mkdir -p $(BIN)
 	$(BENCH_API) $(BENCH_SCALE_N) 360m
@@ -118,8 +128,8 @@ bench-scale: $(NEEDS_ENVTEST)
 
 ## bench-report: BENCH_OUT from the raw files in bin/ (the report orders the N values itself).
 bench-report:
-	$(GO) run ./internal/benchreport -command "make bench bench-scale" $(wildcard $(BIN)/bench-gen.txt) \
-	  $(wildcard $(BIN)/bench-api-*.txt) > $(BENCH_OUT).tmp && mv $(BENCH_OUT).tmp $(BENCH_OUT)
+	$(GO) run ./internal/benchreport -command "make bench bench-scale" -chart $(BENCH_CHART) $(wildcard $(BIN)/bench-gen.txt) \
+	  $(wildcard $(BIN)/bench-api-*.txt) $(wildcard $(BIN)/bench-cost-*.txt) > $(BENCH_OUT).tmp && mv $(BENCH_OUT).tmp $(BENCH_OUT)
 
 ## envtest: build kube-apiserver (k8s.io/kubernetes v1.37.2) and etcd (v3.6.16) from Go modules into
 ## bin/, each in its own tool module under hack/. Skips what is built; the first build takes minutes.

@@ -63,6 +63,10 @@ func TestAProfileCannotEscalate(t *testing.T) {
   - kind: Mesh
     spec: {mode: none}
 `,
+		"grow the waypoint without a sizing override": plainProfile + `  plugins:
+  - kind: Waypoint
+    spec: {replicas: 50, resources: {requests: {cpu: "64", memory: 256Gi}, limits: {cpu: "64", memory: 256Gi}}}
+`,
 		"annotations and labels on the Profile": `apiVersion: kubeflow.org/v1
 kind: Profile
 metadata:
@@ -79,10 +83,18 @@ spec:
 			got, err := r.YAML()
 			require.NoError(t, err)
 			assert.Equal(t, string(want), string(got))
-			if name == "loosen pod security" {
+			switch name {
+			case "loosen pod security":
 				require.Len(t, r.Errors, 3, "each refused level is reported")
 				assert.Contains(t, r.Errors[0].Error(), `profile "alice": spec.plugins[0].spec.enforce: level "privileged" refused`)
-			} else {
+			case "point use-waypoint elsewhere":
+				// Waypoint is the sizing entry (waypoint.ProfileKind): its name and namespace are not fields of it.
+				require.Len(t, r.Errors, 1)
+				assert.Contains(t, r.Errors[0].Error(), `spec.plugins[0].spec: unknown field "name"`)
+			case "grow the waypoint without a sizing override":
+				require.Len(t, r.Errors, 1)
+				assert.Contains(t, r.Errors[0].Error(), "no mesh.waypoint.sizingOverrides entry matches")
+			default:
 				assert.Empty(t, r.Errors)
 			}
 		})

@@ -65,7 +65,8 @@ func ClusterDefaultDeny(cfg *config.Config) (*istiosecurityv1.AuthorizationPolic
 // the two never collide by name and this one says who wrote it.
 const ClassDefaultsName = "profile-plugins-waypoint-class-defaults"
 
-// ClassDefaults is the waypoint class defaults ConfigMap: the seccomp patch, in istiod's own
+// ClassDefaults is the waypoint class defaults ConfigMap: the seccomp patch and the sizing
+// (mesh.waypoint resources, replicas, autoscaling, podDisruptionBudget; see sizingOverlays), in istiod's own
 // namespace (mesh.istiodNamespace), labelled gateway.istio.io/defaults-for-class with the waypoint
 // class. istiod applies its "deployment" key as a strategic merge patch to every waypoint
 // Deployment of that class, before the Gateway's own parametersRef, so every waypoint pod gets
@@ -84,6 +85,10 @@ func ClassDefaults(cfg *config.Config) (*corev1.ConfigMap, error) {
 	if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 		return nil, fmt.Errorf("mesh.istiodNamespace %q: %s", ns, msgs[0])
 	}
+	data, err := sizingOverlays(cfg.Mesh.Waypoint.WaypointSizing, cfg.Mesh.Waypoint.ClassName)
+	if err != nil {
+		return nil, err
+	}
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -95,7 +100,7 @@ func ClassDefaults(cfg *config.Config) (*corev1.ConfigMap, error) {
 				plugin.PluginLabel:    PluginName,
 			},
 		},
-		Data: map[string]string{deploymentOverlay: seccompPatch},
+		Data: data,
 	}, nil
 }
 

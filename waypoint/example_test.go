@@ -74,6 +74,15 @@ func ExampleClassDefaults() {
 	//     spec:
 	//       template:
 	//         spec:
+	//           containers:
+	//           - name: istio-proxy
+	//             resources:
+	//               limits:
+	//                 cpu: "2"
+	//                 memory: 1Gi
+	//               requests:
+	//                 cpu: 100m
+	//                 memory: 128Mi
 	//           securityContext:
 	//             seccompProfile:
 	//               type: RuntimeDefault

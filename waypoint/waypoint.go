@@ -157,19 +157,23 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 	d := plugin.Desired{Objects: make([]client.Object, 0, 2)}
 	// The patch ConfigMap comes before the Gateway: the runner writes objects in this order, and
 	// istiod refuses to render a waypoint whose parametersRef names a missing ConfigMap.
-	patch, patchWaits := p.patchConfigMap(t, gw)
+	params := p.parameters(t, gw)
+	d.Errors = append(d.Errors, params.errs...)
+	patch, patchWaits := p.patchConfigMap(t, gw, params)
 	d.Waiting = append(d.Waiting, patchWaits...)
 	if patch != nil {
 		d.Objects = append(d.Objects, patch)
 	}
 	if *m.Waypoint.SeccompPatch {
 		d.Warnings = append(d.Warnings, p.patchWarning(t.Namespace))
+	} else if params.wanted {
+		d.Warnings = append(d.Warnings, p.sizingWarning(t.Namespace))
 	}
 	// With the opt-in on, traffic goes only through a waypoint built with the plugin's own patch: while
 	// the Gateway cannot reference it (another writer's ConfigMap holds its name, or it is not made
 	// yet), the routing labels are not wanted, so the runner takes them off before the Gateway
 	// changes, and sets them once istiod has programmed the Gateway that references it.
-	unpatched := *m.Waypoint.SeccompPatch && !referencesPatch(gw)
+	unpatched := params.wanted && !referencesPatch(gw)
 	serve, whyNot := p.waypointMayServe(t.Observed, gw)
 	dm := p.demand(t, gw.Name)
 	if serve && !dm.gateway {
@@ -250,23 +254,27 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 }
 
 // patchConfigMap is the per-namespace seccomp ConfigMap to keep, if any, and what the Gateway's
-// parametersRef waits for. With the opt-in on it is the plugin's ConfigMap, and gw references it
+// parametersRef waits for. When it is wanted (the seccomp opt-in, or a sizing the Profile was
+// granted: params) it is the plugin's ConfigMap with params' overlays, and gw references it
 // only when that cannot patch the waypoint from a ConfigMap another writer made or from a missing
 // one: never while another writer's ConfigMap has the name, and on an existing Gateway only once
 // the ConfigMap is observed as the plugin's (or the Gateway already references it: the runner
-// writes the ConfigMap before the Gateway). With the opt-in off, a ConfigMap of the plugin's that
+// writes the ConfigMap before the Gateway). When it is not wanted, a ConfigMap of the plugin's that
 // the observed Gateway still references (a namespace set up with it on, such as by releases
 // before the opt-in) is kept until the Gateway no longer does, so the runner prunes it in a later
 // call than the one that updates the Gateway, and istiod never renders the waypoint with a
 // parametersRef that names a missing ConfigMap (istio/istio
 // pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go, fetchParameters, fails the render).
-func (p *Plugin) patchConfigMap(t plugin.Target, gw *gatewayv1.Gateway) (*corev1.ConfigMap, []string) {
+func (p *Plugin) patchConfigMap(t plugin.Target, gw *gatewayv1.Gateway, params parameters) (*corev1.ConfigMap, []string) {
 	want := SeccompConfigMap(p.cfg, t.Namespace)
+	if params.wanted {
+		want.Data = params.data
+	}
 	cur, exists := plugin.Lookup[*corev1.ConfigMap](t.Observed, want.Name)
 	ours := exists && plugin.IsManagedBy(cur.Labels, PluginName)
 	observedGW, gwExists := plugin.Lookup[*gatewayv1.Gateway](t.Observed, gw.Name)
 	observedRefs := gwExists && referencesPatch(observedGW) && observedGW.Spec.Infrastructure.ParametersRef.Name == want.Name
-	if !*p.cfg.Mesh.Waypoint.SeccompPatch {
+	if !params.wanted {
 		if ours && observedRefs {
 			return want, []string{fmt.Sprintf("ConfigMap %s/%s (mesh.waypoint.seccompPatch is off) is pruned once Gateway %s no longer references it",
 				t.Namespace, want.Name, gw.Name)}

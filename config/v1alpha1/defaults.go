@@ -66,6 +66,7 @@ func (c *Config) SetDefaults() {
 	setIfNil(&m.Waypoint.SeccompPatch, false)
 	setIfEmpty(&m.Waypoint.Provision, ProvisionAlways)
 	setIfNil(&m.Waypoint.IdleAfter, metav1.Duration{Duration: DefaultIdleAfter})
+	m.Waypoint.SetSizingDefaults()
 
 	a := &c.Authorization
 	setIfEmpty(&a.OwnerPolicyName, DefaultOwnerPolicyName)

@@ -132,6 +132,10 @@ type Waypoint struct {
 	// ztunnel policy alone, so only L4 exceptions and the namespace's own pods reach them.
 	// An empty selector (which would ignore every Service) is refused. Default: none.
 	IgnoredServices *metav1.LabelSelector `json:"ignoredServices,omitempty"`
+
+	// WaypointSizing (resources, replicas, podDisruptionBudget, autoscaling, sizingOverrides)
+	// sits inline: its fields are mesh.waypoint's own.
+	WaypointSizing `json:",inline"`
 }
 
 // WaypointProvision says when a user namespace has its waypoint.

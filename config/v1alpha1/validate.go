@@ -94,6 +94,7 @@ func (m *Mesh) validate(path *field.Path) field.ErrorList {
 				"namespace (a Gateway targetRef cannot cross namespaces), and until that is complete traffic would skip the "+
 				"owner check; leave it empty for one waypoint per user namespace"))
 	}
+	errs = append(errs, m.Waypoint.validateSizing(wp)...)
 	errs = append(errs, dns1123Label(path.Child("rootNamespace"), m.RootNamespace)...)
 	errs = append(errs, dns1123Label(path.Child("istiodNamespace"), m.IstiodNamespace)...)
 	errs = append(errs, metavalidation.ValidateLabels(m.Waypoint.Labels, wp.Child("labels"))...)

@@ -26,6 +26,7 @@ import (
 
 func main() {
 	command := flag.String("command", "make bench", "the command that reproduces the numbers")
+	chart := flag.String("chart", "", "where to write the cost chart (SVG), relative to BENCHMARKS.md; empty: none")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: benchreport [-command CMD] RAW...")
@@ -45,7 +46,7 @@ func main() {
 		goVersion = strings.TrimSpace(string(out))
 	}
 	m := machine{date: time.Now().UTC().Format("2006-01-02"), cores: runtime.NumCPU(), goVersion: goVersion}
-	if err := write(os.Stdout, *command, m, raws); err != nil {
+	if err := write(os.Stdout, *command, m, raws, *chart); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
@@ -157,10 +158,12 @@ type data struct {
 	informers map[string][]string // impl -> informers, first seen
 	writesBy  map[apiKey]string   // run 1's writes by verb and resource
 	cpu       string
+	cost      costData
 }
 
 func collect(raws []string) *data {
-	d := &data{gen: map[string]*series{}, api: map[apiKey]*series{}, informers: map[string][]string{}, writesBy: map[apiKey]string{}}
+	d := &data{gen: map[string]*series{}, api: map[apiKey]*series{}, informers: map[string][]string{}, writesBy: map[apiKey]string{},
+		cost: costData{cells: map[costKey]*series{}, latency: map[latencyKey]*series{}}}
 	seenN := map[string]bool{}
 	for _, raw := range raws {
 		for _, l := range strings.Split(raw, "\n") {
@@ -176,6 +179,9 @@ func collect(raws []string) *data {
 		}
 		for _, r := range parse(raw) {
 			name, isAPI := strings.CutPrefix(r.name, "BenchmarkAPI/")
+			if !isAPI && d.cost.addCost(r) {
+				continue
+			}
 			if !isAPI {
 				name = strings.TrimPrefix(r.name, "Benchmark")
 				if d.gen[name] == nil {
@@ -227,14 +233,18 @@ var impls = []string{"library", "baseline", "floor"}
 
 var passes = []string{"first", "steady", "change"}
 
-func write(w io.Writer, command string, m machine, raws []string) error {
+func write(w io.Writer, command string, m machine, raws []string, chart string) error {
 	d := collect(raws)
 	fmt.Fprintf(w, "# Benchmarks\n\nMeasured on %s. Machine: %d cores (`nproc`), %s, %s.\n\n", m.date, m.cores, d.cpu, m.goVersion)
 	fmt.Fprintf(w, "Reproduce with `%s` (it takes long: the API benchmark creates N namespaces full of other\npeople's objects in a real API server and runs every implementation three times). Numbers are\nmedians over the runs in the raw output below; `a–b` is the spread (min–max).\n\n", command)
 	writeGoals(w, d)
+	writeCostGoals(w, &d.cost)
 	writeGeneration(w, d)
 	for _, n := range d.ns {
 		writeAPI(w, d, n)
+	}
+	if err := writeCost(w, &d.cost, chart); err != nil {
+		return err
 	}
 	fmt.Fprintf(w, "\n## Raw output\n\nThe lines benchstat reads, and what each process printed (informers, writes by resource), as `go test` printed them.\n\n```\n")
 	for _, raw := range raws {

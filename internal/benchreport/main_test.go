@@ -36,7 +36,7 @@ func api(n string, libWall, baseWall [3]string, libRSS, baseRSS string) string {
 
 func report(t *testing.T, raws ...string) string {
 	var out bytes.Buffer
-	require.NoError(t, write(&out, "make bench", machine{date: "2026-11-30", cores: 2, goVersion: "go"}, raws))
+	require.NoError(t, write(&out, "make bench", machine{date: "2026-11-30", cores: 2, goVersion: "go"}, raws, ""))
 	return out.String()
 }
 

@@ -30,6 +30,8 @@ func TestRenderGolden(t *testing.T) {
 		{"sidecar", []string{"-mode", "sidecar"}, nil, nil, false},
 		{"waypoint-not-ready", []string{"-waypoint-ready=false"}, nil, nil, false},
 		{"cluster", []string{"-cluster"}, []string{"name: waypoint-default-deny", "gateway.istio.io/defaults-for-class: istio-waypoint", "type: RuntimeDefault"}, nil, false},
+		{"cluster-ha", []string{"-cluster", "-config", "configs/waypoint-ha.yaml"}, []string{"horizontalPodAutoscaler:", "minReplicas: 2", "maxUnavailable: 1",
+			"topologyKey: kubernetes.io/hostname", "whenUnsatisfiable: ScheduleAnyway", "averageUtilization: 80", "memory: 512Mi", "cpu: \"2\""}, []string{"replicas: 2\n"}, false},
 		{"restricted", []string{"-pss-enforce", "restricted"}, []string{"pod-security.kubernetes.io/enforce: restricted"}, []string{"parametersRef", "kind: ConfigMap"}, false},
 		{"seccomp-patch", []string{"-config", optIn}, []string{"name: waypoint-seccomp", "parametersRef"}, nil, false},
 		{"sidecar-callers", []string{"-config", "configs/sidecar-callers.yaml"}, nil, nil, true},
