@@ -86,8 +86,13 @@ func (w *world) responsible(s snapshot, key string) bool {
 	return s.runnerOwns(key) || (w.cfg.mode == config.ModeAmbient && !w.revoked && w.inRunner != "revoke")
 }
 
-func enrolProblem(s snapshot) string {
+// enrolProblem says what ambient enrolment lacks. In revoke a ztunnel policy handed over to the
+// namespace's deletion counts as the managed one (see handedOverZtunnel).
+func enrolProblem(s snapshot, revoke bool) string {
 	if s.labels[labelDataplane] != "ambient" {
+		return ""
+	}
+	if revoke && s.handedOverZtunnel() {
 		return ""
 	}
 	if p := s.ztunnelProblem(); p != "" {
@@ -165,8 +170,9 @@ func (w *world) checkWrite(what string, before, after snapshot) {
 		}
 	}
 	if w.responsible(before, labelDataplane) || w.responsible(after, labelDataplane) {
-		if enrolProblem(before) == "" {
-			if p := enrolProblem(after); p != "" {
+		revoke := w.inRunner == "revoke"
+		if enrolProblem(before, revoke) == "" {
+			if p := enrolProblem(after, revoke); p != "" {
 				w.violate("W-ENROL", "%snamespace is enrolled (%s=ambient) but its %s", at, labelDataplane, p)
 			}
 		}
