@@ -17,6 +17,10 @@ const (
 	DefaultRootNamespace     = "istio-system"
 	DefaultUserIDHeader      = "kubeflow-userid"
 	DefaultIstiodNamespace   = "istio-system"
+	// DefaultControllerServiceAccount is the ServiceAccount deploy/ runs the controller as.
+	DefaultControllerServiceAccount = "kubeflow/profile-plugins"
+	// DefaultBreakGlassGroup is the group the admission guard never refuses (see Guard).
+	DefaultBreakGlassGroup = "profile-plugins.kubeflow-ambient.io:break-glass"
 )
 
 // Names of the default platform callers.
@@ -84,6 +88,13 @@ func (c *Config) SetDefaults() {
 	}
 
 	setIfEmpty(&c.Namespaces.Ownership, OwnershipReferenceOrAnnotation)
+
+	g := &c.Guard
+	setIfEmpty(&g.ControllerServiceAccount, DefaultControllerServiceAccount)
+	setIfEmpty(&g.BreakGlassGroup, DefaultBreakGlassGroup)
+	if g.MeshServiceAccounts == nil {
+		g.MeshServiceAccounts = []string{m.IstiodNamespace + "/istiod"}
+	}
 }
 
 // DefaultPrincipals are the documented defaults of Principals in the trust domain td.
