@@ -46,7 +46,9 @@ func matches(cur client.Object, body map[string]any) bool {
 // and the apply changes them silently, as any change of the plugin's wish.
 func ownManagerWarnings(ref plugin.Ref, cur client.Object, pluginName string, body map[string]any, foreign map[string][]string) []string {
 	want := (&unstructured.Unstructured{Object: body}).GetAnnotations()[plugin.DesiredHashAnnotation]
-	if want == "" || earlierBody(cur, pluginName, body) {
+	have := cur.GetAnnotations()[plugin.DesiredHashAnnotation]
+	// Written from another body, or never by the plugin (no hash): unless the hash is forged.
+	if want == "" || (have != want && (have == "" || earlierBody(cur, pluginName, body))) {
 		return nil
 	}
 	var out []string
