@@ -228,3 +228,71 @@ func TestTheGuardRefusesKubeflowMembersAndAdmitsTheControllerOnTheAPIServer(t *t
 	require.NoError(t, root.Get(ctx, client.ObjectKey{Namespace: p.Name, Name: cfg.Authorization.ZtunnelPolicyName}, pol))
 	guardDenied(t, root.Delete(ctx, pol, client.DryRunAll), guard.ManagedObjectsPolicy, "is managed by profile-plugins")
 }
+
+// In sidecar mode the guard refuses sidecar.istio.io/inject=false, as label or annotation, except
+// for the pods guard.optOutAllowed names; workloads istiod makes (the waypoint's pods carry
+// istio.io/dataplane-mode=none) are admitted in ambient mode.
+func TestTheGuardsOptOutExceptionsOnTheAPIServer(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	root := env.Client
+	ctx := context.Background()
+	for _, r := range kubeflowRoles(t) {
+		require.NoError(t, root.Create(ctx, r))
+	}
+	p := profileIn(t, root, "sidecar-guarded")
+	bind(t, root, p.Name, editor, "kubeflow-edit")
+	cfg := config.Default()
+	cfg.Mesh.Mode = config.ModeSidecar
+	cfg.Guard.OptOutAllowed = []config.OptOut{{Namespace: p.Name, ServiceAccount: "pipeline-runner"}}
+	require.NoError(t, cfg.Validate())
+	objs, err := guard.Objects(cfg)
+	require.NoError(t, err)
+	for _, o := range objs {
+		require.NoError(t, root.Create(ctx, o))
+	}
+	tenant := as(t, env, editor)
+	pod := func(name, sa string, labels, annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Name, Labels: labels, Annotations: annotations},
+			Spec: corev1.PodSpec{ServiceAccountName: sa, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	}
+	off := map[string]string{"sidecar.istio.io/inject": "false"}
+	require.Eventually(t, func() bool {
+		err := tenant.Create(ctx, pod("probe", "", off, nil), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), guard.PodsPolicy)
+	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect")
+	guardDenied(t, tenant.Create(ctx, pod("label", "", off, nil), client.DryRunAll), guard.PodsPolicy, "sidecar.istio.io/inject=false runs the pod without a sidecar")
+	guardDenied(t, tenant.Create(ctx, pod("annotation", "", nil, off), client.DryRunAll), guard.PodsPolicy, "sidecar.istio.io/inject=false")
+	require.NoError(t, tenant.Create(ctx, pod("allowed", "pipeline-runner", nil, off), client.DryRunAll), "guard.optOutAllowed admits it")
+	require.NoError(t, tenant.Create(ctx, pod("ambient-label", "", map[string]string{"istio.io/dataplane-mode": "none"}, nil), client.DryRunAll),
+		"ambient's opt-out label means nothing in sidecar mode and is not refused")
+
+	// Ambient mode: istiod's waypoint Deployment (its pods labelled dataplane-mode=none) is admitted.
+	cfg.Mesh.Mode = config.ModeAmbient
+	require.NoError(t, cfg.Validate())
+	objs, err = guard.Objects(cfg)
+	require.NoError(t, err)
+	for _, o := range objs {
+		cur := o.DeepCopyObject().(client.Object)
+		require.NoError(t, root.Get(ctx, client.ObjectKeyFromObject(o), cur))
+		o.SetResourceVersion(cur.GetResourceVersion())
+		require.NoError(t, root.Update(ctx, o))
+	}
+	istiod := as(t, env, "system:serviceaccount:istio-system:istiod", "system:serviceaccounts")
+	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "istiod"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "istiod", Namespace: "istio-system"}},
+	}))
+	waypointDeployment := func() *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "waypoint", Namespace: p.Name}, Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"gateway.networking.k8s.io/gateway-name": "waypoint"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+				"gateway.networking.k8s.io/gateway-name": "waypoint", "istio.io/dataplane-mode": "none"}},
+				Spec: pod("", "waypoint", nil, nil).Spec}}}
+	}
+	require.Eventually(t, func() bool {
+		err := tenant.Create(ctx, waypointDeployment(), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "istio.io/dataplane-mode=none")
+	}, 30*time.Second, 200*time.Millisecond, "the ambient guard takes effect and refuses the tenant's copy")
+	require.NoError(t, istiod.Create(ctx, waypointDeployment(), client.DryRunAll), "istiod makes the waypoint Deployment")
+}
