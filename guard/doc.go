@@ -4,7 +4,8 @@
 // cannot repair at all.
 //
 // What is refused, to everyone but the controller's ServiceAccount (guard.controllerServiceAccount),
-// the break-glass group (guard.breakGlassGroup) and Kubernetes' own controllers (kube-system's
+// the break-glass group (guard.breakGlassGroup), system:masters (which no authorizer refuses
+// anything, deleting the guard included) and Kubernetes' own controllers (kube-system's
 // ServiceAccounts and system:kube-controller-manager, which delete a namespace's objects and
 // instantiate the workloads checked here):
 //

@@ -91,11 +91,12 @@ func (b builder) policy(name, nsExpr string, rules []admissionv1.NamedRuleWithOp
 	}
 }
 
-// trusted is whose requests the guard never refuses: the controller, the break-glass group and
+// trusted is whose requests the guard never refuses: the controller, the break-glass group,
+// system:masters (whom no authorizer refuses anything, the guard's deletion included) and
 // Kubernetes' own controllers.
 func (b builder) trusted() string {
 	ns, name, _ := strings.Cut(b.cfg.Guard.ControllerServiceAccount, "/")
-	return fmt.Sprintf("request.userInfo.username == %s || %s in request.userInfo.groups || "+
+	return fmt.Sprintf("request.userInfo.username == %s || %s in request.userInfo.groups || 'system:masters' in request.userInfo.groups || "+
 		"request.userInfo.username == 'system:kube-controller-manager' || request.userInfo.username.startsWith('system:serviceaccount:kube-system:')",
 		quote(serviceAccountUser(ns, name)), quote(b.cfg.Guard.BreakGlassGroup))
 }

@@ -50,11 +50,20 @@ func TestTheControllerConvergesWithTheGuardInstalled(t *testing.T) {
 			n.Labels["pod-security.kubernetes.io/enforce"] == "baseline"
 	}, 60*time.Second, 200*time.Millisecond, "the controller enrols the namespace with the guard installed")
 
-	// Anyone else's change of the labels, the test's admin client's too, is refused.
+	// Anyone else's change of the labels is refused, a cluster admin's by RBAC too.
+	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "rbac-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "ops@example.com"}},
+	}))
+	opsCfg := rest.CopyConfig(env.Base)
+	opsCfg.Impersonate = rest.ImpersonationConfig{UserName: "ops@example.com", Groups: []string{"system:authenticated"}}
+	ops, err := client.New(opsCfg, client.Options{Scheme: envtest.NewScheme()})
+	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		require.NoError(t, root.Get(ctx, client.ObjectKey{Name: "hana"}, n))
 		n.Labels["istio.io/dataplane-mode"] = "none"
-		err := root.Update(ctx, n, client.DryRunAll)
+		err := ops.Update(ctx, n, client.DryRunAll)
 		return err != nil && containsAll(err.Error(), guard.NamespaceLabelsPolicy, "istio.io/dataplane-mode")
 	}, 30*time.Second, 200*time.Millisecond, "the guard refuses the label change")
 }
