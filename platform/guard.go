@@ -53,7 +53,7 @@ func checkGuard(ctx context.Context, r client.Reader) ([]Finding, error) {
 		err := r.Get(ctx, client.ObjectKey{Name: name}, p)
 		if apierrors.IsNotFound(err) {
 			out = append(out, Finding{Kind: FindingGuardMissing, What: WhatGuard, Policy: name,
-				Problem: "the admission guard's policy " + name + " does not exist: " + guardedBy(name) + " are only repaired, or not at all",
+				Problem: "the admission guard's policy " + name + " does not exist, so nothing prevents " + guardedBy(name) + " (the runner repairs what it can only at its next reconcile, and a pod that opts out not at all)",
 				Fix:     "apply the guard: " + renderHint})
 			continue
 		}
@@ -94,7 +94,7 @@ func judgeBindings(name string, bs []admissionv1.ValidatingAdmissionPolicyBindin
 		return f, true
 	}
 	f.Kind = FindingGuardUnbound
-	f.Problem = "policy " + name + " exists but no binding with validationActions Deny binds it: it refuses nothing, so " + guardedBy(name) + " are only repaired, or not at all"
+	f.Problem = "policy " + name + " exists but no binding with validationActions Deny binds it: it refuses nothing, so nothing prevents " + guardedBy(name)
 	return f, true
 }
 
