@@ -73,9 +73,9 @@ type Finding struct {
 	// ConfigMap names the class-defaults ConfigMap (in Namespace) the finding is about, if any.
 	ConfigMap string `json:"configMap,omitempty"`
 	// Policy names the guard's ValidatingAdmissionPolicy, or the default deny, the finding is about.
-	Policy string `json:"policy,omitempty"`
-	Problem   string `json:"problem"`
-	Fix       string `json:"fix"`
+	Policy  string `json:"policy,omitempty"`
+	Problem string `json:"problem"`
+	Fix     string `json:"fix"`
 }
 
 // Subject says what the finding is about, in words.
