@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +16,7 @@ import (
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 )
 
 // The reference controller, running as the ServiceAccount the guard trusts, converges with the
@@ -26,11 +26,7 @@ func TestTheControllerConvergesWithTheGuardInstalled(t *testing.T) {
 	env := envtest.StartFresh(t, 0)
 	root := env.Client
 	ctx := context.Background()
-	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "profile-plugins"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "profile-plugins", Namespace: "kubeflow"}},
-	}))
+	fixture.ClusterAdmin(t, root, "profile-plugins", rbacv1.Subject{Kind: "ServiceAccount", Name: "profile-plugins", Namespace: "kubeflow"})
 	cfg := config.Default()
 	require.NoError(t, cfg.Validate())
 	objs, err := guard.Objects(cfg)
@@ -51,11 +47,7 @@ func TestTheControllerConvergesWithTheGuardInstalled(t *testing.T) {
 	}, 60*time.Second, 200*time.Millisecond, "the controller enrols the namespace with the guard installed")
 
 	// Anyone else's change of the labels is refused, a cluster admin's by RBAC too.
-	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "rbac-admin"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "ops@example.com"}},
-	}))
+	fixture.ClusterAdmin(t, root, "rbac-admin", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "ops@example.com"})
 	opsCfg := rest.CopyConfig(env.Base)
 	opsCfg.Impersonate = rest.ImpersonationConfig{UserName: "ops@example.com", Groups: []string{"system:authenticated"}}
 	ops, err := client.New(opsCfg, client.Options{Scheme: envtest.NewScheme()})

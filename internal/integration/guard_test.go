@@ -31,6 +31,7 @@ import (
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
@@ -119,11 +120,7 @@ func TestTheGuardRefusesKubeflowMembersAndAdmitsTheControllerOnTheAPIServer(t *t
 		{APIGroups: []string{"security.istio.io", "gateway.networking.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"*"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "update", "patch"}},
 	}}))
-	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "profile-plugins"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "profile-plugins", Namespace: "kubeflow"}},
-	}))
+	fixture.ClusterAdmin(t, root, "profile-plugins", rbacv1.Subject{Kind: "ServiceAccount", Name: "profile-plugins", Namespace: "kubeflow"})
 	cfg := config.Default()
 	require.NoError(t, cfg.Validate())
 	objs, err := guard.Objects(cfg)
@@ -278,11 +275,7 @@ func TestTheGuardsOptOutExceptionsOnTheAPIServer(t *testing.T) {
 		require.NoError(t, root.Update(ctx, o))
 	}
 	istiod := as(t, env, "system:serviceaccount:istio-system:istiod", "system:serviceaccounts")
-	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "istiod"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "istiod", Namespace: "istio-system"}},
-	}))
+	fixture.ClusterAdmin(t, root, "istiod", rbacv1.Subject{Kind: "ServiceAccount", Name: "istiod", Namespace: "istio-system"})
 	waypointDeployment := func() *appsv1.Deployment {
 		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "waypoint", Namespace: p.Name}, Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"gateway.networking.k8s.io/gateway-name": "waypoint"}},
