@@ -11,7 +11,6 @@ import (
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -381,27 +380,6 @@ func policyProblem(p *istiosecurityv1.AuthorizationPolicy, plugin string, wants 
 
 func (s snapshot) ztunnelProblem() string {
 	return policyProblem(s.policies[ztunnelPolicy], "authz", wantZtunnel())
-}
-
-// handedOverZtunnel: the ztunnel policy is one Revoke handed over to the namespace's deletion
-// (runner/finalizer.go, handOver): the runner's labels, no controller at all (the Profile's owner
-// reference taken off, so that garbage collection leaves it to the namespace controller, which
-// deletes it only after the pods) and content intact. It protects as the managed one does: istiod
-// reads no owner references. Only Revoke makes one; an editor's copy with no controller looks the
-// same, which is why only revoke's writes are judged with it.
-func (s snapshot) handedOverZtunnel() bool {
-	p := s.policies[ztunnelPolicy]
-	if p == nil || metav1.GetControllerOf(p) != nil || !managedLabels(p, "authz") {
-		return false
-	}
-	c := p.DeepCopy()
-	c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: userNS, UID: profileUID, Controller: ptr.To(true)}}
-	return policyProblem(c, "authz", wantZtunnel()) == ""
-}
-
-// managedLabels: the object carries the runner's labels for plugin, whoever controls it.
-func managedLabels(o metav1.Object, plugin string) bool {
-	return o.GetLabels()[labelManagedBy] == managedByValue && o.GetLabels()[labelPlugin] == plugin
 }
 
 // ownerProblem: the owner policy is intact for one of owners and attached to the waypoint.

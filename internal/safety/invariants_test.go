@@ -93,13 +93,8 @@ func (w *world) responsible(s snapshot, key string) bool {
 	return s.runnerOwns(key) || (w.cfg.mode == config.ModeAmbient && !w.revoked && w.inRunner != "revoke")
 }
 
-// enrolProblem says what ambient enrolment lacks. In revoke a ztunnel policy handed over to the
-// namespace's deletion counts as the managed one (see handedOverZtunnel).
-func enrolProblem(s snapshot, revoke bool) string {
+func enrolProblem(s snapshot) string {
 	if s.labels[labelDataplane] != "ambient" {
-		return ""
-	}
-	if revoke && s.handedOverZtunnel() {
 		return ""
 	}
 	if p := s.ztunnelProblem(); p != "" {
@@ -177,9 +172,8 @@ func (w *world) checkWrite(what string, before, after snapshot) {
 		}
 	}
 	if w.responsible(before, labelDataplane) || w.responsible(after, labelDataplane) {
-		revoke := w.inRunner == "revoke"
-		if enrolProblem(before, revoke) == "" {
-			if p := enrolProblem(after, revoke); p != "" {
+		if enrolProblem(before) == "" {
+			if p := enrolProblem(after); p != "" {
 				w.violate("W-ENROL", "%snamespace is enrolled (%s=ambient) but its %s", at, labelDataplane, p)
 			}
 		}
