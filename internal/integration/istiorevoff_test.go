@@ -18,7 +18,6 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
-// programWaypoint plays istiod: the namespace's waypoint is Programmed for its generation.
 // FINDING (fail-open, persistent and silent; anyone who may update AuthorizationPolicies or
 // Gateways in the namespace). istiod reads a policy labelled istio.io/rev only in that revision
 // (istio/istio pkg/config/model.go, LabelsInRevision, the informer filter of ztunnel's and the

@@ -40,7 +40,6 @@ func copied(pluginName string) map[string]string {
 	return map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: pluginName}
 }
 
-// programWaypoint plays istiod: the waypoint Gateway becomes Programmed for its generation.
 // routeThroughWaypoint applies, playing istiod in between, until the namespace is routed through
 // its waypoint and a call writes nothing and waits for nothing.
 func routeThroughWaypoint(t *testing.T, r *runner.Runner, c client.Client, p *profilev1.Profile) {

@@ -108,19 +108,19 @@ func (w *world) foreignDelete(which string) error {
 	if obj == nil {
 		return errNotApplicable
 	}
-	w.deleteOutright(obj, kubectlEdit)
+	w.deleteForGood(obj, kubectlEdit)
 	w.t.Logf("  %s deleted %s", kubectlEdit, which)
 	return nil
 }
 
-// deleteOutright deletes obj as a writer who means it gone: the runner's finalizer
-// (plugin.ProtectionFinalizer) would keep the object while pods depend on it, so the writer takes
-// the finalizer off as well.
-func (w *world) deleteOutright(obj client.Object, manager string) {
+// deleteForGood deletes obj as writer and, since the runner's finalizer
+// (plugin.ProtectionFinalizer) would keep it while pods depend on it, takes the finalizer off as
+// well: the writer means it gone.
+func (w *world) deleteForGood(obj client.Object, writer string) {
 	w.must(w.store.Delete(w.ctx, obj))
 	if err := w.store.Get(w.ctx, client.ObjectKeyFromObject(obj), obj); err == nil && len(obj.GetFinalizers()) > 0 {
 		obj.SetFinalizers(nil)
-		w.must(w.store.Update(w.ctx, obj, client.FieldOwner(manager)))
+		w.must(w.store.Update(w.ctx, obj, client.FieldOwner(writer)))
 	}
 }
 

@@ -104,7 +104,7 @@ func (w *world) impostor(which, controller string) error {
 		if impostor(existing) || !isManaged(existing) {
 			return errNotApplicable // already the editor's, or another writer's
 		}
-		w.deleteOutright(existing, editor)
+		w.deleteForGood(existing, editor)
 	}
 	w.must(w.store.Create(w.ctx, obj, client.FieldOwner(editor)))
 	w.t.Logf("  an editor made %s with the runner's labels, controller: %s (replacing the runner's: %t)", which, controller, existing != nil)
