@@ -69,12 +69,19 @@
 //
 // With authorization.contributors "plugin" the RoleBinding is the only truth: the plugin reads the
 // bindings (names and annotations only, see [ContributorsFrom]), writes each contributor's policy
-// itself, with targetRefs in ambient mode, and takes over a policy kfam made under that name. A
-// controller that watches RoleBindings (cmd/profile-plugins-controller does) writes the policy as
-// soon as the binding appears, usually before kfam's POST, which then fails with AlreadyExists:
-// kfam returns that error to the dashboard although the contributor was added. When kfam was first,
-// the plugin takes its policy over. On removal the plugin deletes the policy once the binding is
-// gone, and kfam's own delete of the policy may then find it gone (NotFound).
+// itself, with targetRefs in ambient mode, and takes over a policy kfam made under that name. It
+// yields to kfam's own two requests, so that neither answers the dashboard with an error the
+// plugin caused (AlreadyExists on the POST, NotFound on the DELETE), for
+// authorization.kfamGracePeriod (default 10s): it creates no policy for a binding younger than
+// that (kfam's POST comes first and is taken over), and when a binding goes it empties the policy
+// kfam made (an ALLOW policy without rules, which admits no one) and leaves it for kfam's DELETE
+// for that long before deleting it itself. A policy only the plugin ever wrote goes with its
+// binding. No wait grants access: a contributor is admitted once the policy with the header rule
+// exists and is refused as soon as the plugin sees the binding gone. What is left: the plugin
+// decides from its cache, so a binding kfam has just deleted can still show there while kfam's
+// policy is already gone; the plugin then writes the policy again for that one call (server-side
+// apply creates a missing object even when the body names a resourceVersion) and deletes it in
+// the next. kfam's next POST for the same contributor in between would meet AlreadyExists.
 //
 // What a fork of kfam changes: stop writing contributor policies when the plugin writes them (or
 // treat AlreadyExists on create and NotFound on delete as success); otherwise build the policy with

@@ -3,6 +3,7 @@ package authz
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"istio.io/api/label"
@@ -24,13 +25,17 @@ const PluginName = "authz"
 type Plugin struct {
 	cfg      *config.Config
 	policies *builder
+	// now times the waits for kfam (see contributorsByPlugin).
+	now kfamClock
 }
 
 var _ plugin.Plugin = (*Plugin)(nil)
 
 // New returns the plugin for a validated configuration. It works out what every policy has in
 // common once, here: change the configuration before New, never after.
-func New(cfg *config.Config) *Plugin { return &Plugin{cfg: cfg, policies: newBuilder(cfg)} }
+func New(cfg *config.Config) *Plugin {
+	return &Plugin{cfg: cfg, policies: newBuilder(cfg), now: time.Now}
+}
 
 // Name implements plugin.Plugin.
 func (p *Plugin) Name() string { return PluginName }
@@ -92,16 +97,7 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 
 	switch cfg.Authorization.Contributors {
 	case config.ContributorsByPlugin:
-		contributors, ignored := ContributorsFrom(roleBindings(t.Observed))
-		sort.Strings(ignored)
-		d.Warnings = append(d.Warnings, ignored...)
-		// A contributor refused here loses only its own policy; the owner keeps access.
-		pols, errs := p.policies.contributorPolicies(t.Namespace, contributors)
-		for _, pol := range pols {
-			d.Objects = append(d.Objects, pol)
-			d.Adopt = append(d.Adopt, plugin.Ref{GroupKind: policyGK, Name: pol.Name})
-		}
-		d.Errors = append(d.Errors, errs...)
+		p.contributorsByPlugin(t, &d)
 	case config.ContributorsByKfam:
 		if cfg.Mesh.Mode == config.ModeAmbient {
 			d.Warnings = append(d.Warnings, detachedContributorPolicies(t.Observed)...)

@@ -104,6 +104,9 @@ func TestContributorBindingsConvergeThroughTheWatch(t *testing.T) {
 	env := envtest.Start(t)
 	cfg := config.Default()
 	cfg.Authorization.Contributors = config.ContributorsByPlugin
+	// This test is about the watch: with no grace period the plugin writes each change itself in
+	// the first reconcile (TestKfamsRequestsNeverFailBecauseOfThePlugin covers the waits for kfam).
+	cfg.Authorization.KfamGracePeriod = &metav1.Duration{}
 	require.NoError(t, cfg.Validate())
 	const ns = "contrib"
 	var rec *reconcileLog

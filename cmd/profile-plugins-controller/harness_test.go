@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -172,6 +173,15 @@ func ptrTo[T any](v T) *T { return &v }
 // returns ends with the test.
 func startManager(t *testing.T, restCfg *rest.Config, opts ctrl.Options, cfg *config.Config, wrap func(*Reconciler) reconcile.Reconciler) context.Context {
 	t.Helper()
+	ctx, stop := runManager(t, restCfg, opts, cfg, wrap)
+	t.Cleanup(stop)
+	return ctx
+}
+
+// runManager is startManager with the stop in the caller's hands (a restart), which waits until
+// the manager has stopped; calling it twice is harmless.
+func runManager(t *testing.T, restCfg *rest.Config, opts ctrl.Options, cfg *config.Config, wrap func(*Reconciler) reconcile.Reconciler) (context.Context, func()) {
+	t.Helper()
 	opts.Scheme = envtest.NewScheme()
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.Controller = ctrlconfig.Controller{SkipNameValidation: ptrTo(true)}
@@ -190,6 +200,6 @@ func startManager(t *testing.T, restCfg *rest.Config, opts ctrl.Options, cfg *co
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-	return ctx
+	var once sync.Once
+	return ctx, func() { once.Do(func() { cancel(); require.NoError(t, <-done) }) }
 }

@@ -126,6 +126,8 @@ func TestBadConfig(t *testing.T) {
 		{"ztunnel policy name", header + "authorization: {ztunnelPolicyName: 'a b'}\n", []string{"authorization.ztunnelPolicyName", `"a b"`}},
 		{"ztunnel policy name same as owner", header + "authorization: {ztunnelPolicyName: ns-owner-access-istio}\n", []string{"authorization.ztunnelPolicyName", "must differ"}},
 		{"contributors", header + "authorization: {contributors: both}\n", []string{"authorization.contributors", `"both"`}},
+		{"kfam grace period negative", header + "authorization: {kfamGracePeriod: -1s}\n", []string{"authorization.kfamGracePeriod", `"-1s"`, "between 0s and 5m0s"}},
+		{"kfam grace period too long", header + "authorization: {kfamGracePeriod: 1h}\n", []string{"authorization.kfamGracePeriod", `"1h0m0s"`}},
 		{"l4 exception empty", header + "authorization: {l4Exceptions: [{ports: [15020]}]}\n", []string{"authorization.l4Exceptions[0]", "exactly one"}},
 		{"l4 exception mixed", header + "authorization: {l4Exceptions: [{namespaces: [monitoring], principals: [cluster.local/ns/a/sa/b]}]}\n", []string{"authorization.l4Exceptions[0]", "exactly one"}},
 		{"l4 exception ingress namespace", header + "authorization: {l4Exceptions: [{namespaces: [istio-system]}]}\n", []string{"authorization.l4Exceptions[0].namespaces[0]", `"istio-system"`, "skipping the owner's header check"}},

@@ -2,7 +2,9 @@ package v1alpha1
 
 import (
 	"slices"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 )
 
@@ -14,9 +16,15 @@ const (
 	DefaultWaypointFor       = "service"
 	DefaultOwnerPolicyName   = "ns-owner-access-istio"
 	DefaultZtunnelPolicyName = "ns-owner-access-istio-ztunnel"
-	DefaultRootNamespace     = "istio-system"
-	DefaultUserIDHeader      = "kubeflow-userid"
-	DefaultIstiodNamespace   = "istio-system"
+	// DefaultKfamGracePeriod is authorization.kfamGracePeriod's default: kfam sends its second
+	// request milliseconds after the first, so this is ample, and short enough that a binding
+	// made without kfam gets its policy soon.
+	DefaultKfamGracePeriod = 10 * time.Second
+	// MaxKfamGracePeriod bounds authorization.kfamGracePeriod.
+	MaxKfamGracePeriod     = 5 * time.Minute
+	DefaultRootNamespace   = "istio-system"
+	DefaultUserIDHeader    = "kubeflow-userid"
+	DefaultIstiodNamespace = "istio-system"
 	// DefaultControllerServiceAccount is the ServiceAccount deploy/ runs the controller as.
 	DefaultControllerServiceAccount = "kubeflow/profile-plugins"
 	// DefaultBreakGlassGroup is the group the admission guard never refuses (see Guard).
@@ -63,6 +71,7 @@ func (c *Config) SetDefaults() {
 	setIfEmpty(&a.UserIDHeader, DefaultUserIDHeader)
 	setIfEmpty(&a.Contributors, ContributorsByKfam)
 	setIfNil(&a.KatibRule, true)
+	setIfNil(&a.KfamGracePeriod, metav1.Duration{Duration: DefaultKfamGracePeriod})
 	if a.HealthPaths == nil {
 		a.HealthPaths = append([]string(nil), DefaultHealthPaths...)
 	}

@@ -177,6 +177,17 @@ type Authorization struct {
 	// policies kfam made under the same names). In ambient mode kfam's own policies lack
 	// targetRefs and deny contributors, so choose "plugin" there. Default: kfam.
 	Contributors ContributorsSource `json:"contributors,omitempty"`
+	// KfamGracePeriod is how long, with contributors "plugin", the plugin leaves a contributor's
+	// policy to kfam. kfam creates a contributor's RoleBinding and then POSTs the policy, and on
+	// removal deletes the binding and then the policy; each answers the dashboard with an error
+	// when the plugin made or deleted the policy first. So the plugin creates no policy for a
+	// binding younger than this (kfam's POST comes first, and the plugin takes it over), and when
+	// a binding goes it empties its policy at once, so it admits no one, and leaves the empty
+	// policy for kfam's delete for this long before deleting it itself. Neither wait grants
+	// access: a new contributor reaches the namespace once the policy is there, a removed one
+	// loses access as soon as the binding is gone. 0s turns both waits off. At most 5m.
+	// Default: 10s.
+	KfamGracePeriod *metav1.Duration `json:"kfamGracePeriod,omitempty"`
 	// AdoptOwnerPolicy lets the plugin take over an owner policy another writer made under
 	// OwnerPolicyName (the profiles controller, before it used this module). Without it such a
 	// policy is reported as a conflict and left alone. Default: false.

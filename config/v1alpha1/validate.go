@@ -147,6 +147,10 @@ func (a *Authorization) validate(path *field.Path) field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(path.Child("contributors"), a.Contributors, []ContributorsSource{ContributorsByKfam, ContributorsByPlugin}))
 	}
+	if g := a.KfamGracePeriod; g != nil && (g.Duration < 0 || g.Duration > MaxKfamGracePeriod) {
+		errs = append(errs, field.Invalid(path.Child("kfamGracePeriod"), g.Duration.String(),
+			fmt.Sprintf("must be between 0s and %s", MaxKfamGracePeriod)))
+	}
 	for i, e := range a.L4Exceptions {
 		errs = append(errs, e.validate(path.Child("l4Exceptions").Index(i), a.headerOnlyPrincipals())...)
 	}
