@@ -26,30 +26,47 @@ import (
 //     Profile's owner keeps the namespace and can run pods as the trusted principal;
 //   - in ambient mode, an L4 exception's ipBlocks entry that holds a pod IP of the ingress gateway
 //     or of an onBehalfOfUser caller, and waypoint pods that Pod Security or istiod would refuse
-//     (under the configured enforce level, or under "restricted", which any Profile may choose);
+//     (under the configured enforce level, or under "restricted", which any Profile may choose),
+//     and a missing or changed default deny for the waypoint class in the root namespace;
+//   - in every mode, the admission guard (package guard) missing, unbound, or bound to fewer
+//     namespaces than the managed ones;
 //   - with mesh.waypoint.provision onDemand, a waypoint of the plugins' that took longer than
 //     mesh.waypoint.idleAfter to become Programmed (a cluster-wide List of their Gateways).
 //
-// Nothing is checked in mode none. It only reads, and only in those namespaces: a Get of each
+// In mode none only the guard is checked. It only reads, and only in those namespaces: a Get of each
 // Namespace, and Lists of Pods (with the field selector spec.serviceAccountName) and of ConfigMaps
-// (with the class-defaults label). r should read the API server directly (a manager's
+// (with the class-defaults label); and cluster-wide, a Get of each guard policy and of the default
+// deny, and a List of ValidatingAdmissionPolicyBindings. r should read the API server directly (a manager's
 // APIReader): a cache would need an index on spec.serviceAccountName and would hold every Pod of
 // the cluster.
 func Check(ctx context.Context, r client.Reader, cfg *config.Config) (Report, error) {
 	var report Report
-	if cfg.Mesh.Mode == config.ModeNone {
-		return report, nil
+	if cfg.Mesh.Mode != config.ModeNone {
+		if err := checkMesh(ctx, r, cfg, &report); err != nil {
+			return report, err
+		}
 	}
-	trusted, err := readTrusted(ctx, r, cfg)
+	// The guard protects the Pod Security labels in every mode.
+	g, err := checkGuard(ctx, r)
 	if err != nil {
 		return report, err
+	}
+	report.Findings = append(report.Findings, g...)
+	return report, nil
+}
+
+// checkMesh is what Check reads and judges in sidecar and ambient mode.
+func checkMesh(ctx context.Context, r client.Reader, cfg *config.Config, report *Report) error {
+	trusted, err := readTrusted(ctx, r, cfg)
+	if err != nil {
+		return err
 	}
 	for _, s := range trusted {
 		report.Findings = append(report.Findings, judgeTrusted(cfg.Mesh.Mode, s)...)
 	}
 	exceptions, err := readExceptionNamespaces(ctx, r, cfg.Authorization.L4Exceptions)
 	if err != nil {
-		return report, err
+		return err
 	}
 	// Reserved names do not matter here: reserving a namespace does not take it from its user.
 	rule := ownership.Policy{RequireOwnerReference: cfg.Namespaces.Ownership == config.OwnershipReference}
@@ -58,15 +75,19 @@ func Check(ctx context.Context, r client.Reader, cfg *config.Config) (Report, er
 		report.Findings = append(report.Findings, ipBlocksCoveringForwarders(cfg.Authorization.L4Exceptions, trusted)...)
 		f, err := checkWaypoint(ctx, r, cfg)
 		if err != nil {
-			return report, err
+			return err
+		}
+		report.Findings = append(report.Findings, f...)
+		if f, err = checkDefaultDeny(ctx, r, cfg); err != nil {
+			return err
 		}
 		report.Findings = append(report.Findings, f...)
 		if f, err = checkIdleAfter(ctx, r, cfg); err != nil {
-			return report, err
+			return err
 		}
 		report.Findings = append(report.Findings, f...)
 	}
-	return report, nil
+	return nil
 }
 
 // trustedPrincipal is a principal every user namespace admits (a platform caller or the ingress

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/platform"
@@ -257,16 +259,28 @@ func TestCheckPlatformReadErrors(t *testing.T) {
 	_, err := platform.Check(context.Background(), fake.NewClientBuilder().Build(), bad)
 	assert.EqualError(t, err, `authorization.platformCallers[1].principal "kubeflow/notebooks": must look like <trust domain>/ns/<namespace>/sa/<service account>`)
 
+	// Mode none reads only the guard, which protects Pod Security in every mode.
 	none := config.Default()
 	none.Mesh.Mode = config.ModeNone
-	report, err := platform.Check(context.Background(), fake.NewClientBuilder().WithInterceptorFuncs(cases["namespace"].funcs).Build(), none)
-	require.NoError(t, err, "mode none checks nothing, so reads nothing")
+	guarded, err := guard.Objects(none)
+	require.NoError(t, err)
+	reads := 0
+	count := interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, o ...client.GetOption) error {
+		if _, ok := obj.(*admissionv1.ValidatingAdmissionPolicy); !ok {
+			return boom
+		}
+		reads++
+		return c.Get(ctx, key, obj, o...)
+	}}
+	report, err := platform.Check(context.Background(), fake.NewClientBuilder().WithObjects(guarded...).WithInterceptorFuncs(count).Build(), none)
+	require.NoError(t, err, "mode none reads nothing but the guard")
 	assert.Equal(t, "platform check: no findings", report.String())
+	assert.Equal(t, len(guard.Names()), reads)
 }
 
 func TestPlatformReportString(t *testing.T) {
 	r := platform.Report{Findings: []platform.Finding{{Kind: platform.FindingWaypointCannotStart, What: "waypoint",
 		Namespace: "istio-system", ConfigMap: "defaults", Problem: "p", Fix: "f"}}}
 	assert.Equal(t, "platform check: 1 finding(s)\n  WaypointCannotStart: waypoint (namespace istio-system, ConfigMap defaults): p; fix: f", r.String())
-	assert.Len(t, platform.FindingKinds(), 9)
+	assert.Len(t, platform.FindingKinds(), 13)
 }

@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
+	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/platform"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -32,7 +34,20 @@ func ExampleCheck() {
 		fmt.Println(err)
 		return
 	}
+	// The waypoints' default deny and the admission guard, applied with them: without them the
+	// check reports each missing.
+	defaultDeny, err := waypoint.ClusterDefaultDeny(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	guarded, err := guard.Objects(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	reader := fake.NewClientBuilder().
+		WithScheme(runner.NewScheme()).
 		// The API server selects pods by spec.serviceAccountName; the fake client needs an index.
 		WithIndex(&corev1.Pod{}, "spec.serviceAccountName", func(o client.Object) []string {
 			return []string{o.(*corev1.Pod).Spec.ServiceAccountName}
@@ -42,8 +57,10 @@ func ExampleCheck() {
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}},
 			pod("istio-system", "istio-ingressgateway-1", "istio-ingressgateway-service-account", nil),
 			pod("kubeflow", "ml-pipeline-ui-1", "ml-pipeline-ui", sidecar),
-			classDefaults,
-		).Build()
+			classDefaults, defaultDeny,
+		).
+		WithObjects(guarded...).
+		Build()
 
 	report, err := platform.Check(context.Background(), reader, cfg)
 	if err != nil {

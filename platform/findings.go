@@ -34,13 +34,25 @@ const (
 	// FindingIdleAfterShorterThanStart: with mesh.waypoint.provision onDemand, a waypoint of the
 	// cluster took longer than mesh.waypoint.idleAfter to become Programmed.
 	FindingIdleAfterShorterThanStart FindingKind = "IdleAfterShorterThanStart"
+	// FindingGuardMissing: a policy of the admission guard (package guard) does not exist, or the
+	// cluster serves no ValidatingAdmissionPolicies.
+	FindingGuardMissing FindingKind = "GuardMissing"
+	// FindingGuardUnbound: a policy of the guard exists, but no binding that denies binds it.
+	FindingGuardUnbound FindingKind = "GuardUnbound"
+	// FindingGuardMisbound: a policy of the guard is bound to fewer namespaces than the managed
+	// ones, or recognises them by something else than the owner annotation.
+	FindingGuardMisbound FindingKind = "GuardMisbound"
+	// FindingWaypointDefaultDenyMissing: the root namespace has no default deny for the waypoint
+	// class, or one that differs from it.
+	FindingWaypointDefaultDenyMissing FindingKind = "WaypointDefaultDenyMissing"
 )
 
 // FindingKinds returns every kind, so that a metric can report zero for the absent ones.
 func FindingKinds() []FindingKind {
 	return []FindingKind{FindingDataPlaneMismatch, FindingCallerNotInMesh, FindingCallerNamespaceMissing,
 		FindingIngressGatewayMissing, FindingWaypointCannotStart, FindingWaypointCannotStartIfRestricted,
-		FindingTrustedNamespaceUserControlled, FindingIPBlockCoversForwarder, FindingIdleAfterShorterThanStart}
+		FindingTrustedNamespaceUserControlled, FindingIPBlockCoversForwarder, FindingIdleAfterShorterThanStart,
+		FindingGuardMissing, FindingGuardUnbound, FindingGuardMisbound, FindingWaypointDefaultDenyMissing}
 }
 
 // What names the ingress gateway, the waypoint and an L4 exception in a Finding
@@ -63,13 +75,21 @@ type Finding struct {
 	Principal string `json:"principal,omitempty"`
 	// ConfigMap names the class-defaults ConfigMap (in Namespace) the finding is about, if any.
 	ConfigMap string `json:"configMap,omitempty"`
-	Problem   string `json:"problem"`
-	Fix       string `json:"fix"`
+	// Policy names the guard's ValidatingAdmissionPolicy, or the default deny, the finding is about.
+	Policy  string `json:"policy,omitempty"`
+	Problem string `json:"problem"`
+	Fix     string `json:"fix"`
 }
 
 // Subject says what the finding is about, in words.
 func (f Finding) Subject() string {
-	parts := []string{"namespace " + f.Namespace}
+	var parts []string
+	if f.Namespace != "" {
+		parts = append(parts, "namespace "+f.Namespace)
+	}
+	if f.Policy != "" {
+		parts = append(parts, "policy "+f.Policy)
+	}
 	if f.Principal != "" {
 		parts = append(parts, "principal "+f.Principal)
 	}

@@ -2,6 +2,7 @@ package platform_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/platform"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
@@ -27,10 +29,10 @@ func healthyPlatform(t *testing.T, cfg *config.Config, objs ...client.Object) cl
 	all := append([]client.Object(nil), objs...)
 	seen := map[string]bool{}
 	for _, o := range objs {
-		seen[o.GetNamespace()+"/"+o.GetName()] = true
+		seen[fmt.Sprintf("%T %s/%s", o, o.GetNamespace(), o.GetName())] = true
 	}
 	add := func(o client.Object) {
-		if key := o.GetNamespace() + "/" + o.GetName(); !seen[key] {
+		if key := fmt.Sprintf("%T %s/%s", o, o.GetNamespace(), o.GetName()); !seen[key] {
 			seen[key] = true
 			all = append(all, o)
 		}
@@ -45,6 +47,14 @@ func healthyPlatform(t *testing.T, cfg *config.Config, objs ...client.Object) cl
 	defaults, err := waypoint.ClassDefaults(cfg)
 	require.NoError(t, err)
 	add(defaults)
+	deny, err := waypoint.ClusterDefaultDeny(cfg)
+	require.NoError(t, err)
+	add(deny)
+	guarded, err := guard.Objects(cfg)
+	require.NoError(t, err)
+	for _, o := range guarded {
+		add(o)
+	}
 	return fake.NewClientBuilder().WithScheme(runner.NewScheme()).
 		WithIndex(&corev1.Pod{}, "spec.serviceAccountName", func(o client.Object) []string {
 			return []string{o.(*corev1.Pod).Spec.ServiceAccountName}

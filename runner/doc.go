@@ -21,7 +21,10 @@
 //     first, and what the prune phase deletes and keeps;
 //   - withdraw: enrolment labels that are going away or changing ([plugin.Desired.Enrolment],
 //     such as istio.io/use-waypoint) come off, in one label write, so traffic never follows a
-//     label to policies that are about to be rewritten;
+//     label to policies that are about to be rewritten; so do routing labels (enrolment labels
+//     that are no data-plane label) that require an object the object phase is about to restore
+//     from drift or, if status-gated ([plugin.Desired.ReadyFromStatus]), change: between that
+//     write and istiod programming it, they would route to a version not in effect;
 //   - objects: every object is written, with server-side apply under its plugin's field manager
 //     (policies protect); an object that exists under a wanted name but is not the plugin's
 //     own is a [ConflictError] and left alone;

@@ -46,7 +46,9 @@ func matches(cur client.Object, body map[string]any) bool {
 // and the apply changes them silently, as any change of the plugin's wish.
 func ownManagerWarnings(ref plugin.Ref, cur client.Object, pluginName string, body map[string]any, foreign map[string][]string) []string {
 	want := (&unstructured.Unstructured{Object: body}).GetAnnotations()[plugin.DesiredHashAnnotation]
-	if want == "" || cur.GetAnnotations()[plugin.DesiredHashAnnotation] != want {
+	have := cur.GetAnnotations()[plugin.DesiredHashAnnotation]
+	// Written from another body, or never by the plugin (no hash): unless the hash is forged.
+	if want == "" || (have != want && (have == "" || earlierBody(cur, pluginName, body))) {
 		return nil
 	}
 	var out []string
@@ -80,11 +82,40 @@ func restoresDrift(cur client.Object, pluginName string, body map[string]any, fo
 	if len(withoutManager(foreign, plugin.FieldManager(pluginName))) > 0 {
 		return true
 	}
-	want := (&unstructured.Unstructured{Object: body}).GetAnnotations()[plugin.DesiredHashAnnotation]
-	if have := cur.GetAnnotations()[plugin.DesiredHashAnnotation]; have != "" && have != want {
+	if earlierBody(cur, pluginName, body) {
 		return false
 	}
 	return !matches(cur, body) || len(ssa.Extras(cur, plugin.FieldManager(pluginName), body)) > 0
+}
+
+// earlierBody reports whether cur was written from another body of the plugin's than the one about
+// to be sent: its desired-hash annotation is set, differs from body's, and is the hash of what the
+// plugin's Apply entry holds (ssa.AppliedBody). A desired-hash that is not the hash of that content
+// was set by someone writing under the plugin's manager name, and their change is drift like any
+// other: restored, reported, and routing withdrawn for the call. The annotation alone proves
+// nothing, since whoever may patch the object can write it.
+func earlierBody(cur client.Object, pluginName string, body map[string]any) bool {
+	want := (&unstructured.Unstructured{Object: body}).GetAnnotations()[plugin.DesiredHashAnnotation]
+	have := cur.GetAnnotations()[plugin.DesiredHashAnnotation]
+	if have == "" || have == want {
+		return false
+	}
+	applied, ok := ssa.AppliedBody(cur, plugin.FieldManager(pluginName))
+	if !ok {
+		return false
+	}
+	// Typed objects read from a cache may lack their type; the body names it.
+	applied["apiVersion"], applied["kind"] = body["apiVersion"], body["kind"]
+	u := &unstructured.Unstructured{Object: applied}
+	ann := u.GetAnnotations()
+	delete(ann, plugin.DesiredHashAnnotation)
+	if len(ann) == 0 {
+		delete(applied["metadata"].(map[string]any), "annotations")
+	} else {
+		u.SetAnnotations(ann)
+	}
+	h, err := ssa.DesiredHash(applied)
+	return err == nil && h == have
 }
 
 // withoutManager is foreign without the named manager's entry.

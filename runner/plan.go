@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -31,11 +33,43 @@ type applyPlan struct {
 // plan decides what Apply can decide before it writes anything.
 func plan(ns *corev1.Namespace, obs plugin.Observed, held holds, plans []*planned, cl claims) *applyPlan {
 	ap := &applyPlan{ns: ns, obs: obs, held: held, plans: plans, claims: cl,
-		withdraw: planWithdrawal(plans, ns, held), prune: make([]pruneDecision, len(plans))}
+		withdraw: planWithdrawal(plans, ns, held, statusStale(plans, obs, cl)), prune: make([]pruneDecision, len(plans))}
 	for i, p := range plans {
 		if !p.failed {
 			ap.prune[i] = decidePrune(p, obs, held, true)
 		}
 	}
 	return ap
+}
+
+// statusStale are the existing objects the object phase will write so that a routing label's
+// judgement of them goes stale: restored from another writer's change, or a status-gated object
+// changed (Desired.ReadyFromStatus); the label phase withholds the labels that require them (see
+// protections.restoredNow). The object phase decides an existing object from the observation
+// alone (decideWrite), so this is what it writes once the withdrawal has succeeded; the withdraw
+// phase takes those labels off before that write, so that no routing label points at a version
+// istiod has not programmed at any moment. A missing object is left out: a label that requires
+// one is not wanted or already withheld.
+func statusStale(plans []*planned, obs plugin.Observed, cl claims) map[plugin.Ref]bool {
+	out := map[plugin.Ref]bool{}
+	for _, p := range plans {
+		if p.failed {
+			continue
+		}
+		for i := range p.objects {
+			ao := &p.objects[i]
+			cur := findObserved(obs, ao.gvk, ao.ref.Name)
+			if cur == nil {
+				continue
+			}
+			var claimed *claim
+			if c, ok := cl[ao.ref]; ok {
+				claimed = &c
+			}
+			if s := decideWrite(p, ao, cur, slices.Contains(p.desired.Adopt, ao.ref), claimed); s.send && (s.restored || s.rewritten) {
+				out[ao.ref] = true
+			}
+		}
+	}
+	return out
 }

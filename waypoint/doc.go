@@ -37,6 +37,17 @@
 // Result's notes say [Idle] ..., its waiting messages [Starting] ..., and it asks for a requeue at
 // the window's end (plugin.Desired.RequeueAfter). See docs/ondemand.md.
 //
+// A Gateway without parametersRef is safe to route through, and the plugin still does not route
+// through one while the opt-in is on. Safe: istiod then builds the waypoint Deployment from its
+// own template and the cluster's class defaults only, so no ConfigMap a namespace editor can write
+// shapes the pod traffic goes through; the property test (internal/safety, waypointProblem)
+// accepts it under W-ROUTE for this reason. Not routed: the opt-in asks for the seccomp patch,
+// which only the plugin's ConfigMap carries, and a waypoint pod built without it may be refused
+// by restricted Pod Security; the plugin routes only through the Gateway that references its own
+// ConfigMap (a liveness choice, which F-LIVE checks), and while the ConfigMap is missing or another
+// writer's, it withdraws routing before it writes the Gateway without the reference. The model is
+// the weaker of the two on purpose: it checks what must never happen, not what the plugin prefers.
+//
 // In sidecar mode it sets istio-injection=enabled (or istio.io/rev=<revision>) and nothing else;
 // what ambient mode made is pruned by the runner. As a [plugin.DataPlane] it names the pods that
 // ambient captures (Istio's CNI rule: no injected sidecar, not opted out, not host network), and the

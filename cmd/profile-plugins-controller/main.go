@@ -12,10 +12,12 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"maps"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -30,13 +32,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
@@ -176,18 +181,11 @@ func newManagedReconciler(mgr ctrl.Manager, cfg *config.Config) (*Reconciler, er
 //
 // A watch of a kind whose CRD is not installed never syncs, and then the controller never starts
 // ("if kind is a CRD, it should be installed before calling Start"). Sidecar and none mode need
-// no Gateway API, and none mode no Istio, so only what the API server serves at start is watched;
-// a CRD installed later is watched after a restart, and until then the runner's requeue while it
-// waits stands in for the watch.
+// no Gateway API, and none mode no Istio, so only what the API server serves at start is watched
+// from the start; a kind served later is watched from when it is (laterWatches), without a
+// restart: a controller started already starts a watch added to it at once, and the manager's
+// RESTMapper discovers a group it did not know when asked for it.
 func setup(mgr ctrl.Manager, r reconcile.Reconciler, onDemand bool) error {
-	gateways, err := served(mgr, &gatewayv1.Gateway{})
-	if err != nil {
-		return err
-	}
-	policies, err := served(mgr, &istiosecurityv1.AuthorizationPolicy{})
-	if err != nil {
-		return err
-	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&profilev1.Profile{}).
 		Watches(&corev1.Namespace{}, kubeflow.EnqueueProfileOfSameName()).
@@ -197,8 +195,21 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler, onDemand bool) error {
 		// the authz plugin lists them as metadata too and so shares this cache.
 		Watches(&rbacv1.RoleBinding{}, kubeflow.EnqueueProfileOfNamespace(),
 			builder.OnlyMetadata, builder.WithPredicates(contributorAnnotated))
-	if gateways {
-		b = b.Owns(&gatewayv1.Gateway{})
+	later := &laterWatches{mgr: mgr, interval: laterWatchInterval}
+	for _, w := range crdWatches(mgr) {
+		ok, err := served(mgr, w.obj)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			ctrl.Log.Info("not watching a kind the API server does not serve; it is watched once its CRD is installed",
+				"kind", fmt.Sprintf("%T", w.obj))
+			later.pending = append(later.pending, w)
+			continue
+		}
+		for _, src := range w.sources {
+			b = b.WatchesRawSource(src)
+		}
 	}
 	if onDemand {
 		// provision onDemand: a Service endpoint appearing or going (re)decides its namespace's
@@ -206,17 +217,95 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler, onDemand bool) error {
 		// reconciles only when it changes what the decision reads.
 		b = b.Watches(&discoveryv1.EndpointSlice{}, kubeflow.EnqueueProfileOfNamespace(), builder.WithPredicates(servingChanged))
 	}
-	if policies {
-		// kfam's own contributor policies carry no owner reference; watching them (from the
-		// cache Owns already fills) lets a policy kfam made for a refused user be reported at once.
-		b = b.Owns(&istiosecurityv1.AuthorizationPolicy{}).
-			Watches(&istiosecurityv1.AuthorizationPolicy{}, kubeflow.EnqueueProfileOfNamespace(),
-				builder.WithPredicates(contributorAnnotated))
+	c, err := b.Build(r)
+	if err != nil {
+		return err
 	}
-	return b.Complete(r)
+	if len(later.pending) == 0 {
+		return nil
+	}
+	later.ctrl = c
+	return mgr.Add(later)
 }
 
-// served reports whether the API server serves obj's kind, and logs it when it does not.
+// crdWatch is the watches of one kind that a CRD serves.
+type crdWatch struct {
+	obj     client.Object
+	sources []source.TypedSource[reconcile.Request]
+}
+
+// crdWatches are the watches of the kinds CRDs serve: the Gateways the plugins make, their
+// policies, and kfam's contributor policies, which carry no owner reference (watching them, from
+// the cache the owned ones fill already, lets a policy kfam made for a refused user be reported
+// at once).
+func crdWatches(mgr ctrl.Manager) []crdWatch {
+	owned := func(obj client.Object) source.TypedSource[reconcile.Request] {
+		return source.Kind(mgr.GetCache(), obj, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
+			&profilev1.Profile{}, handler.OnlyControllerOwner()))
+	}
+	return []crdWatch{
+		{obj: &gatewayv1.Gateway{}, sources: []source.TypedSource[reconcile.Request]{owned(&gatewayv1.Gateway{})}},
+		{obj: &istiosecurityv1.AuthorizationPolicy{}, sources: []source.TypedSource[reconcile.Request]{
+			owned(&istiosecurityv1.AuthorizationPolicy{}),
+			source.Kind(mgr.GetCache(), client.Object(&istiosecurityv1.AuthorizationPolicy{}), kubeflow.EnqueueProfileOfNamespace(), contributorAnnotated),
+		}},
+	}
+}
+
+// laterWatchInterval is how often laterWatches asks whether a kind not served at start is served.
+var laterWatchInterval = 30 * time.Second
+
+// laterWatches adds the watches of the kinds the API server did not serve at start once it
+// does: a CRD installed after the controller started (the Gateway API for a switch to ambient) is
+// watched without a restart. Until then the runner's requeue while it waits stands in for the
+// watch.
+type laterWatches struct {
+	mgr      ctrl.Manager
+	ctrl     controller.Controller
+	interval time.Duration
+	pending  []crdWatch
+}
+
+// Start implements manager.Runnable: it polls until every pending kind is watched.
+func (l *laterWatches) Start(ctx context.Context) error {
+	t := time.NewTicker(l.interval)
+	defer t.Stop()
+	for len(l.pending) > 0 {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		var still []crdWatch
+		for _, w := range l.pending {
+			if ok, err := served(l.mgr, w.obj); err != nil || !ok {
+				still = append(still, w)
+				continue
+			}
+			if err := l.watch(w); err != nil {
+				return err
+			}
+		}
+		l.pending = still
+	}
+	return nil
+}
+
+func (l *laterWatches) watch(w crdWatch) error {
+	for _, src := range w.sources {
+		if err := l.ctrl.Watch(src); err != nil {
+			return fmt.Errorf("watching %T, served since the controller started: %w", w.obj, err)
+		}
+	}
+	ctrl.Log.Info("watching a kind the API server serves since the controller started", "kind", fmt.Sprintf("%T", w.obj))
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every replica's controller
+// watches, leader or not.
+func (l *laterWatches) NeedLeaderElection() bool { return false }
+
+// served reports whether the API server serves obj's kind.
 func served(mgr ctrl.Manager, obj client.Object) (bool, error) {
 	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
 	if err != nil {
@@ -224,8 +313,6 @@ func served(mgr ctrl.Manager, obj client.Object) (bool, error) {
 	}
 	_, err = mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
-		ctrl.Log.Info("not watching a kind the API server does not serve; install its CRD and restart to watch it",
-			"kind", gvk.String())
 		return false, nil
 	}
 	return err == nil, err

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
@@ -64,4 +66,32 @@ func TestTheControllerStartsWithoutCRDsItsModeDoesNotNeed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A CRD installed after the controller started is watched from then on, without a restart: with
+// the Gateway API installed later, a waypoint deleted by someone is made again at once, through
+// the watch (the wait requeue is set far beyond the test).
+func TestACRDInstalledLaterIsWatchedWithoutARestart(t *testing.T) {
+	env := envtest.StartFresh(t, envtest.GatewayAPI)
+	laterWatchInterval = 200 * time.Millisecond
+	t.Cleanup(func() { laterWatchInterval = 30 * time.Second })
+	cfg := config.Default()
+	require.NoError(t, cfg.Validate())
+	ctx := startManager(t, env.Config, ctrl.Options{}, cfg, func(r *Reconciler) reconcile.Reconciler {
+		r.Runner.WaitRequeue = time.Hour
+		return r
+	})
+	createProfile(t, env.Client, "gina", "gina@example.com")
+
+	env.InstallCRDs(t, envtest.GatewayAPI)
+	gw := &gatewayv1.Gateway{}
+	key := client.ObjectKey{Namespace: "gina", Name: "waypoint"}
+	require.Eventually(t, func() bool { return env.Client.Get(ctx, key, gw) == nil },
+		60*time.Second, 200*time.Millisecond, "the waypoint is made once the Gateway API is served")
+
+	require.NoError(t, env.Client.Delete(ctx, gw))
+	require.Eventually(t, func() bool {
+		again := &gatewayv1.Gateway{}
+		return env.Client.Get(ctx, key, again) == nil && again.UID != gw.UID
+	}, 10*time.Second, 100*time.Millisecond, "a deleted waypoint is made again through the watch")
 }

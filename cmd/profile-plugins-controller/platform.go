@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
@@ -114,8 +116,7 @@ func (p *PlatformCheck) publish(ctx context.Context, report platform.Report) {
 		}
 		logger.Info("platform finding", "kind", f.Kind, "what", f.What, "subject", f.Subject(), "problem", f.Problem, "fix", f.Fix)
 		if p.Recorder != nil {
-			p.Recorder.Eventf(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}}, nil,
-				corev1.EventTypeWarning, PlatformReason, string(f.Kind), "%s", f.String())
+			p.Recorder.Eventf(regarding(f), nil, corev1.EventTypeWarning, PlatformReason, string(f.Kind), "%s", f.String())
 		}
 	}
 	for key, f := range before {
@@ -196,4 +197,13 @@ func principalNamespace(principal string) string {
 		return ""
 	}
 	return ns
+}
+
+// regarding is the object a finding's event is about: the Namespace it names, or, for the
+// cluster-wide guard, its policy (the event then lands in namespace default).
+func regarding(f platform.Finding) runtime.Object {
+	if f.Namespace == "" {
+		return &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: f.Policy}}
+	}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}}
 }

@@ -28,8 +28,9 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 )
 
-// rbacUser is who the controller runs as in TestRoleIsEnough: bound to deploy/rbac/role.yaml only.
-const rbacUser = "profile-plugins-rbac-test"
+// rbacUser is who the controller runs as in TestRoleIsEnough: bound to deploy/rbac/role.yaml only,
+// under the name of the deployment's ServiceAccount, which the admission guard trusts.
+const rbacUser = "system:serviceaccount:kubeflow:profile-plugins"
 
 // applyRoles creates every object of deploy/rbac/role.yaml, exactly as written, and binds each
 // role to rbacUser.

@@ -29,6 +29,10 @@ const (
 	// update, a notebook stopped and started again) by far and a waypoint's start by two orders
 	// of magnitude, and is short beside a working day: see docs/ondemand.md.
 	DefaultIdleAfter = 30 * time.Minute
+	// DefaultControllerServiceAccount is the ServiceAccount deploy/ runs the controller as.
+	DefaultControllerServiceAccount = "kubeflow/profile-plugins"
+	// DefaultBreakGlassGroup is the group the admission guard never refuses (see Guard).
+	DefaultBreakGlassGroup = "profile-plugins.kubeflow-ambient.io:break-glass"
 )
 
 // Names of the default platform callers.
@@ -100,6 +104,13 @@ func (c *Config) SetDefaults() {
 	}
 
 	setIfEmpty(&c.Namespaces.Ownership, OwnershipReferenceOrAnnotation)
+
+	g := &c.Guard
+	setIfEmpty(&g.ControllerServiceAccount, DefaultControllerServiceAccount)
+	setIfEmpty(&g.BreakGlassGroup, DefaultBreakGlassGroup)
+	if g.MeshServiceAccounts == nil {
+		g.MeshServiceAccounts = []string{m.IstiodNamespace + "/istiod"}
+	}
 }
 
 // DefaultPrincipals are the documented defaults of Principals in the trust domain td.

@@ -25,6 +25,36 @@ type Config struct {
 	PodSecurity PodSecurity `json:"podSecurity,omitempty"`
 	// Namespaces decides which namespaces are a Profile's to write into.
 	Namespaces Namespaces `json:"namespaces,omitempty"`
+	// Guard configures the admission guard (package guard): who, besides the controller, may
+	// change what the plugins manage.
+	Guard Guard `json:"guard,omitempty"`
+}
+
+// Guard configures the admission guard: ValidatingAdmissionPolicies that refuse, in the managed
+// namespaces, every change of what the plugins manage by anyone but the controller and the
+// break-glass group.
+type Guard struct {
+	// ControllerServiceAccount is the ServiceAccount the controller runs as, "namespace/name"; its
+	// requests are never refused. Default: kubeflow/profile-plugins (the deployment's). A fork of
+	// the profiles controller names its own, such as kubeflow/profiles-controller-service-account.
+	ControllerServiceAccount string `json:"controllerServiceAccount,omitempty"`
+	// BreakGlassGroup is the group whose members the guard never refuses: cluster admins repair
+	// by impersonating it (kubectl --as=$USER --as-group=<group> --as-group=system:authenticated),
+	// which needs the right to impersonate groups. Default: profile-plugins.kubeflow-ambient.io:break-glass.
+	BreakGlassGroup string `json:"breakGlassGroup,omitempty"`
+	// MeshServiceAccounts may create workloads whose pods opt out of the mesh: istiod, which
+	// labels the waypoint pods istio.io/dataplane-mode=none. "namespace/name" each. Default:
+	// [istio-system/istiod].
+	MeshServiceAccounts []string `json:"meshServiceAccounts,omitempty"`
+	// OptOutAllowed are the pods that may opt out of the mesh although their namespace is managed:
+	// each entry names a namespace and the ServiceAccount the pods run as. Default: none.
+	OptOutAllowed []OptOut `json:"optOutAllowed,omitempty"`
+}
+
+// OptOut names pods that may opt out of the mesh: those running as ServiceAccount in Namespace.
+type OptOut struct {
+	Namespace      string `json:"namespace"`
+	ServiceAccount string `json:"serviceAccount"`
 }
 
 // NamespaceOwnership is the rule by which a namespace belongs to a Profile.

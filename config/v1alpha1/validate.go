@@ -31,6 +31,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Authorization.validate(field.NewPath("authorization"))...)
 	errs = append(errs, c.PodSecurity.validate(field.NewPath("podSecurity"))...)
 	errs = append(errs, c.Namespaces.validate(field.NewPath("namespaces"))...)
+	errs = append(errs, c.Guard.validate(field.NewPath("guard"))...)
 	if c.Mesh.Mode == ModeSidecar && c.Mesh.IstioCNI != nil && !*c.Mesh.IstioCNI && c.PodSecurity.Enforce.Level != psaapi.LevelPrivileged {
 		errs = append(errs, field.Invalid(field.NewPath("podSecurity", "enforce", "level"), c.PodSecurity.Enforce.Level,
 			"sidecar mode without istio-cni injects an istio-init container that needs NET_ADMIN and NET_RAW, which this level forbids, "+
@@ -446,6 +447,40 @@ func dns1123Label(path *field.Path, v string) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsDNS1123Label(v) {
 		errs = append(errs, field.Invalid(path, v, msg))
+	}
+	return errs
+}
+
+// validate checks the guard's names: each ServiceAccount is "namespace/name" of two DNS labels
+// (a ServiceAccount name may be a subdomain), the group is not empty.
+func (g *Guard) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validServiceAccount(path.Child("controllerServiceAccount"), g.ControllerServiceAccount)...)
+	if strings.TrimSpace(g.BreakGlassGroup) == "" || strings.ContainsAny(g.BreakGlassGroup, "'\\\n") {
+		errs = append(errs, field.Invalid(path.Child("breakGlassGroup"), g.BreakGlassGroup, "must be a group name, without quotes, backslashes or line breaks"))
+	}
+	for i, sa := range g.MeshServiceAccounts {
+		errs = append(errs, validServiceAccount(path.Child("meshServiceAccounts").Index(i), sa)...)
+	}
+	for i, o := range g.OptOutAllowed {
+		p := path.Child("optOutAllowed").Index(i)
+		errs = append(errs, validServiceAccount(p, o.Namespace+"/"+o.ServiceAccount)...)
+	}
+	return errs
+}
+
+// validServiceAccount checks a "namespace/name" ServiceAccount reference.
+func validServiceAccount(path *field.Path, ref string) field.ErrorList {
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok {
+		return field.ErrorList{field.Invalid(path, ref, "must be namespace/name")}
+	}
+	var errs field.ErrorList
+	for _, m := range validation.IsDNS1123Label(ns) {
+		errs = append(errs, field.Invalid(path, ref, "namespace: "+m))
+	}
+	for _, m := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(path, ref, "name: "+m))
 	}
 	return errs
 }

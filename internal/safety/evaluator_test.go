@@ -438,7 +438,9 @@ func (s snapshot) waypointProblem(name string) string {
 	// istiod builds the waypoint Deployment from its defaults, patched by the ConfigMap the
 	// Gateway's parametersRef names, if any: the Gateway names none, or the runner's own intact
 	// seccomp patch and nothing else, so nobody else's ConfigMap shapes the pod traffic goes
-	// through. (Which of the two the runner wants is liveness, see F-LIVE and patchProblem.)
+	// through. (Which of the two the runner wants is liveness, see F-LIVE and patchProblem; the
+	// waypoint plugin's package doc gives the same reason for routing only through the patched one
+	// while mesh.waypoint.seccompPatch is on.)
 	got, want := toJSONMap(&g.Spec), wantGateway()
 	_, patched := got["infrastructure"]
 	if !patched {

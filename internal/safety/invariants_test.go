@@ -2,6 +2,7 @@ package safety
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -28,6 +29,12 @@ import (
 //	           never labels alone.
 //	           Together with W-ENROL: the runner never sets or keeps a routing or enrolment label
 //	           across a write that takes its protection away, and never sets one before it stands.
+//	W-STALE    no write changes the spec of the existing waypoint Gateway or the data of the
+//	           existing seccomp ConfigMap while a routing label the runner owns stands: istiod has
+//	           not programmed the version written, so the routing labels come off first (in an
+//	           earlier write) and go on again only once it is Programmed at the new generation.
+//	           W-ROUTE alone misses this where the Gateway was already not intact before the
+//	           restoring write (another writer's change that istiod programmed).
 //	W-ENFORCE  the enforce label is never removed (except by revoke), never loosened when another
 //	           writer owns it (its stricter level is kept), and never loosened below the level
 //	           the admin and the Profile want.
@@ -180,6 +187,13 @@ func (w *world) checkWrite(what string, before, after snapshot) {
 		if routeProblem(before, key, owners) == "" {
 			if p := routeProblem(after, key, owners); p != "" {
 				w.violate("W-ROUTE", "%s%s=%s but: %s", at, key, after.labels[key], p)
+			}
+		}
+	}
+	if changed := staleningChange(before, after); changed != "" {
+		for _, key := range routingLabels {
+			if _, set := before.labels[key]; set && before.runnerOwns(key) {
+				w.violate("W-STALE", "%s%s=%s, owned by the runner, stood while the write changed %s", at, key, before.labels[key], changed)
 			}
 		}
 	}
@@ -379,4 +393,19 @@ func (s snapshot) sidecarPodRuns() bool {
 		}
 	}
 	return false
+}
+
+// staleningChange names what a write changed of the objects istiod programs the waypoint from, as
+// they existed before it ("" when nothing): the spec of the waypoint Gateway, the data of the
+// seccomp ConfigMap. Creating and deleting are left to W-ROUTE.
+func staleningChange(before, after snapshot) string {
+	var changed []string
+	if b, a := before.gateways[waypointName], after.gateways[waypointName]; b != nil && a != nil && !reflect.DeepEqual(b.Spec, a.Spec) {
+		changed = append(changed, "the spec of Gateway "+waypointName)
+	}
+	if b, a := before.configMaps[seccompCM], after.configMaps[seccompCM]; b != nil && a != nil &&
+		(!reflect.DeepEqual(b.Data, a.Data) || !reflect.DeepEqual(b.BinaryData, a.BinaryData)) {
+		changed = append(changed, "the data of ConfigMap "+seccompCM)
+	}
+	return strings.Join(changed, " and ")
 }

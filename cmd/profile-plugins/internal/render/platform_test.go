@@ -35,6 +35,10 @@ func TestRenderChecksTheGivenCluster(t *testing.T) {
 		"CallerNamespaceMissing: pipelines-ui", "CallerNamespaceMissing: notebook-controller",
 		"CallerNamespaceMissing: katib-controller", "IngressGatewayMissing: ingress-gateway",
 		"WaypointCannotStartIfRestricted: waypoint", // no class defaults yet: a Profile choosing restricted would wait
+		"WaypointDefaultDenyMissing: waypoint",      // nor the waypoints' default deny
+		// nor any policy of the admission guard
+		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
+		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
 	}, platform, "an empty cluster: %s", stderr.String())
 
 	fixture.Platform(t, env.Client, config.Default())

@@ -11,10 +11,12 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	plugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/cmd/profile-plugins/internal/cli"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/preview"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -169,8 +171,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // renderCluster writes the cluster-wide objects an admin applies once: the waypoint default-deny
-// in the root namespace and the waypoint class defaults (seccomp hardening of every waypoint pod)
-// in istiod's namespace. It writes nothing when either cannot be made.
+// in the root namespace, the waypoint class defaults (seccomp hardening of every waypoint pod)
+// in istiod's namespace, and the admission guard's policies and bindings (package guard). It
+// writes nothing when any cannot be made.
 func renderCluster(s *runtime.Scheme, cfg *config.Config, output string, stdout io.Writer) error {
 	deny, err := waypoint.ClusterDefaultDeny(cfg)
 	if err != nil {
@@ -180,7 +183,12 @@ func renderCluster(s *runtime.Scheme, cfg *config.Config, output string, stdout 
 	if err != nil {
 		return fmt.Errorf("-cluster: %w", err)
 	}
-	out, err := runner.EncodeYAML(s, deny, defaults)
+	objs := []client.Object{deny, defaults}
+	guarded, err := guard.Objects(cfg)
+	if err != nil {
+		return fmt.Errorf("-cluster: %w", err)
+	}
+	out, err := runner.EncodeYAML(s, append(objs, guarded...)...)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,32 @@
+package v1alpha1_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+)
+
+// The guard's defaults are the deployment's ServiceAccount, the documented break-glass group and
+// istiod; every bad name is refused with its field path and value.
+func TestGuardDefaultsAndValidation(t *testing.T) {
+	cfg := config.Default()
+	assert.Equal(t, "kubeflow/profile-plugins", cfg.Guard.ControllerServiceAccount)
+	assert.Equal(t, "profile-plugins.kubeflow-ambient.io:break-glass", cfg.Guard.BreakGlassGroup)
+	assert.Equal(t, []string{"istio-system/istiod"}, cfg.Guard.MeshServiceAccounts)
+	require.NoError(t, cfg.Validate())
+
+	for want, edit := range map[string]func(*config.Guard){
+		`guard.controllerServiceAccount: Invalid value: "kubeflow": must be namespace/name`: func(g *config.Guard) { g.ControllerServiceAccount = "kubeflow" },
+		`guard.controllerServiceAccount: Invalid value: "Kube_flow/x": namespace:`:          func(g *config.Guard) { g.ControllerServiceAccount = "Kube_flow/x" },
+		`guard.breakGlassGroup: Invalid value: "ad'min"`:                                    func(g *config.Guard) { g.BreakGlassGroup = "ad'min" },
+		`guard.meshServiceAccounts[0]: Invalid value: "istiod": must be namespace/name`:     func(g *config.Guard) { g.MeshServiceAccounts = []string{"istiod"} },
+		`guard.optOutAllowed[0]: Invalid value: "alice/": name:`:                            func(g *config.Guard) { g.OptOutAllowed = []config.OptOut{{Namespace: "alice"}} },
+	} {
+		cfg := config.Default()
+		edit(&cfg.Guard)
+		assert.ErrorContains(t, cfg.Validate(), want)
+	}
+}

@@ -1,0 +1,39 @@
+// Package guard is the admission guard: ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1,
+// served since Kubernetes 1.30, no webhook server to run) and their bindings that refuse, in the
+// namespaces the plugins manage, what the runner could only repair after the fact, and what it
+// cannot repair at all.
+//
+// What is refused, to everyone but the controller's ServiceAccount (guard.controllerServiceAccount),
+// the break-glass group (guard.breakGlassGroup), system:masters (which no authorizer refuses
+// anything, deleting the guard included) and Kubernetes' own controllers (kube-system's
+// ServiceAccounts and system:kube-controller-manager, which delete a namespace's objects and
+// instantiate the workloads checked here):
+//
+//   - [ManagedObjectsPolicy]: updates and deletes of the objects the plugins manage (the runner's
+//     managed-by label), creation of objects with the plugins' labels, and creation under the names
+//     only the plugins use: the ztunnel policy, the waypoint Gateway and its seccomp ConfigMap. The
+//     owner policy's name is left to the profiles controller, which makes it in sidecar mode.
+//   - [NamespaceLabelsPolicy]: any change of the enrolment, mesh and Pod Security labels of a
+//     managed namespace.
+//   - [PodsPolicy], [WorkloadsPolicy], [CronJobsPolicy]: pods and pod templates that opt out of the
+//     mesh (ambient: the label istio.io/dataplane-mode=none, or the annotation sidecar.istio.io/status
+//     without an istio-proxy container, which Istio's CNI agent reads as a sidecar pod; sidecar mode:
+//     sidecar.istio.io/inject "false" as label or annotation), except the pods guard.optOutAllowed
+//     names and workloads guard.meshServiceAccounts (istiod) make; and pods or templates that point
+//     istio.io/use-waypoint anywhere but the namespace's own waypoint or istio.io/use-waypoint-namespace
+//     anywhere but their own namespace.
+//   - [ServicesPolicy]: the same two labels on Services.
+//
+// A namespace is managed when it carries the profiles controller's "owner" annotation and is
+// none of config.ReservedNamespaces. Every namespace of a Profile carries it: the profiles
+// controller writes it on the namespaces it makes, and namespaces.ownership
+// ownerReferenceOrAnnotation hands over exactly those an admin annotated. It is the annotation and
+// not the Profile's controller reference because an admission policy sees a namespaced request's
+// Namespace (namespaceObject) with its labels and annotations only. With namespaces.ownership
+// ownerReference the guard also covers annotated namespaces no Profile controls, where the runner
+// does not write. None of Kubeflow's roles (kubeflow-admin, kubeflow-edit, kubeflow-view) may change
+// a Namespace, so a tenant can neither leave the guard's scope nor enter it.
+//
+// Every policy fails closed (failurePolicy Fail) and every message says what happened and what to
+// do. [Objects] renders them all, as `profile-plugins render -cluster` prints them.
+package guard

@@ -1,0 +1,339 @@
+package guard
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"istio.io/api/annotation"
+	"istio.io/api/label"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/waypoint"
+)
+
+// The policies' names; each binding has its policy's name.
+const (
+	ManagedObjectsPolicy  = "profile-plugins-guard-managed-objects"
+	NamespaceLabelsPolicy = "profile-plugins-guard-namespace-labels"
+	PodsPolicy            = "profile-plugins-guard-pods"
+	WorkloadsPolicy       = "profile-plugins-guard-workloads"
+	CronJobsPolicy        = "profile-plugins-guard-cronjobs"
+	ServicesPolicy        = "profile-plugins-guard-services"
+)
+
+// Names are the names of every policy Objects renders, each also its binding's name.
+func Names() []string {
+	return []string{ManagedObjectsPolicy, NamespaceLabelsPolicy, PodsPolicy, WorkloadsPolicy, CronJobsPolicy, ServicesPolicy}
+}
+
+// sidecarInject is Istio's per-pod injection switch, read as a label and as an annotation.
+const sidecarInject = "sidecar.istio.io/inject"
+
+// ask ends every message: what the tenant does about a refusal.
+const ask = "; ask your platform admin"
+
+// Objects are the guard's policies and bindings for cfg, policy first, each binding after its
+// policy. cfg must be defaulted and valid.
+func Objects(cfg *config.Config) ([]client.Object, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("guard: %w", err)
+	}
+	b := builder{cfg: cfg}
+	var out []client.Object
+	for _, p := range []*admissionv1.ValidatingAdmissionPolicy{
+		b.managedObjects(), b.namespaceLabels(), b.pods(), b.workloads(), b.cronJobs(), b.services(),
+	} {
+		out = append(out, p, Binding(p.Name))
+	}
+	return out, nil
+}
+
+// Binding binds the named policy to every namespace, denying: the policy itself decides which
+// namespaces are managed (see the package doc), so that no label a namespace could carry narrows it.
+func Binding(policy string) *admissionv1.ValidatingAdmissionPolicyBinding {
+	return &admissionv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: policy, Labels: map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue}},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+}
+
+type builder struct{ cfg *config.Config }
+
+// policy is a policy on rules with the common match conditions and variables: managed says
+// whether the request's namespace is managed, nsExpr being the Namespace object in CEL.
+func (b builder) policy(name, nsExpr string, rules []admissionv1.NamedRuleWithOperations, vars []admissionv1.Variable, validations []admissionv1.Validation) *admissionv1.ValidatingAdmissionPolicy {
+	return &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue}},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: rules},
+			MatchConditions: []admissionv1.MatchCondition{{
+				Name:       "not-the-controller-break-glass-or-kubernetes",
+				Expression: "!(" + b.trusted() + ")",
+			}},
+			Variables:   append([]admissionv1.Variable{{Name: "managed", Expression: b.managed(nsExpr)}}, vars...),
+			Validations: validations,
+		},
+	}
+}
+
+// trusted is whose requests the guard never refuses: the controller, the break-glass group,
+// system:masters (whom no authorizer refuses anything, the guard's deletion included) and
+// Kubernetes' own controllers.
+func (b builder) trusted() string {
+	ns, name, _ := strings.Cut(b.cfg.Guard.ControllerServiceAccount, "/")
+	return fmt.Sprintf("request.userInfo.username == %s || %s in request.userInfo.groups || 'system:masters' in request.userInfo.groups || "+
+		"request.userInfo.username == 'system:kube-controller-manager' || request.userInfo.username.startsWith('system:serviceaccount:kube-system:')",
+		quote(serviceAccountUser(ns, name)), quote(b.cfg.Guard.BreakGlassGroup))
+}
+
+// managed is whether the Namespace n (a CEL expression) is managed: it carries the profiles
+// controller's owner annotation and is not reserved. The annotation, not the controller
+// reference: namespaceObject shows a namespaced request's Namespace with its labels and
+// annotations only, and every namespace of a Profile carries it (the profiles controller writes
+// it on the namespaces it makes; ownerReferenceOrAnnotation hands over exactly those that have it).
+func (b builder) managed(n string) string {
+	owned := fmt.Sprintf("has(%[1]s.metadata.annotations) && %[2]s in %[1]s.metadata.annotations && %[1]s.metadata.annotations[%[2]s] != ''",
+		n, quote(ownership.OwnerAnnotation))
+	reserved := append(ownership.AlwaysReserved(), b.cfg.ReservedNamespaces()...)
+	slices.Sort(reserved)
+	var not []string
+	for _, r := range slices.Compact(reserved) {
+		not = append(not, reservedExpr(n+".metadata.name", r))
+	}
+	return fmt.Sprintf("%s != null && %s && !(%s)", n, owned, strings.Join(not, " || "))
+}
+
+// reservedExpr matches a namespace name against a reserved name or shell pattern (path.Match).
+func reservedExpr(name, pattern string) string {
+	if !strings.ContainsAny(pattern, `*?[\`) {
+		return name + " == " + quote(pattern)
+	}
+	return name + ".matches(" + quote(globRegexp(pattern)) + ")"
+}
+
+// globRegexp is the RE2 form of a path.Match pattern without '/'.
+func globRegexp(pattern string) string {
+	var sb strings.Builder
+	sb.WriteString("^")
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '*':
+			sb.WriteString(".*")
+		case '?':
+			sb.WriteString(".")
+		case '[':
+			j := strings.IndexByte(pattern[i:], ']')
+			if j < 0 {
+				sb.WriteString(regexp.QuoteMeta(pattern[i:]))
+				i = len(pattern)
+				continue
+			}
+			class := pattern[i+1 : i+j]
+			if strings.HasPrefix(class, "^") || strings.HasPrefix(class, "!") {
+				class = "^" + class[1:]
+			}
+			sb.WriteString("[" + class + "]")
+			i += j
+		case '\\':
+			if i+1 < len(pattern) {
+				i++
+			}
+			sb.WriteString(regexp.QuoteMeta(pattern[i : i+1]))
+		default:
+			sb.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	sb.WriteString("$")
+	return sb.String()
+}
+
+// quote is s as a CEL string literal.
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+func serviceAccountUser(ns, name string) string {
+	return "system:serviceaccount:" + ns + ":" + name
+}
+
+// hasKey is whether the metadata m (a CEL expression) carries key in field (labels or
+// annotations), with value if value is not "".
+func hasKey(m, field, key, value string) string {
+	e := fmt.Sprintf("(has(%[1]s.%[2]s) && %[3]s in %[1]s.%[2]s", m, field, quote(key))
+	if value != "" {
+		e += fmt.Sprintf(" && %s.%s[%s] == %s", m, field, quote(key), quote(value))
+	}
+	return e + ")"
+}
+
+func rule(group, version string, resources []string, ops ...admissionv1.OperationType) admissionv1.NamedRuleWithOperations {
+	return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
+		Operations: ops,
+		Rule: admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: resources,
+			Scope: ptr.To(admissionv1.NamespacedScope)},
+	}}
+}
+
+func validation(expr, message, messageExpr string) admissionv1.Validation {
+	return admissionv1.Validation{Expression: expr, Message: message, MessageExpression: messageExpr}
+}
+
+// managedObjects refuses changes of the plugins' objects and copies of their labels or names.
+func (b builder) managedObjects() *admissionv1.ValidatingAdmissionPolicy {
+	ours := func(o string) string {
+		return fmt.Sprintf("(%[1]s != null && (%[2]s || %[3]s))", o,
+			hasKey(o+".metadata", "labels", plugin.ManagedByLabel, plugin.ManagedByValue), hasKey(o+".metadata", "labels", plugin.PluginLabel, ""))
+	}
+	wp := b.cfg.Mesh.Waypoint.Name
+	names := fmt.Sprintf("(request.kind.group == 'security.istio.io' && object.metadata.name == %s) || "+
+		"(request.kind.group == 'gateway.networking.k8s.io' && object.metadata.name == %s) || "+
+		"(request.kind.group == '' && object.metadata.name == %s)",
+		quote(b.cfg.Authorization.ZtunnelPolicyName), quote(wp), quote(wp+waypoint.SeccompPatchSuffix))
+	what := "request.kind.kind + ' ' + request.namespace + '/' + request.name"
+	ops := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete}
+	return b.policy(ManagedObjectsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+		rule("security.istio.io", "*", []string{"authorizationpolicies"}, ops...),
+		rule("gateway.networking.k8s.io", "*", []string{"gateways"}, ops...),
+		rule("", "v1", []string{"configmaps"}, ops...),
+	}, []admissionv1.Variable{
+		// The namespace controller deletes everything of a namespace being deleted.
+		{Name: "leaving", Expression: "namespaceObject != null && has(namespaceObject.metadata.deletionTimestamp)"},
+	}, []admissionv1.Validation{
+		validation("!variables.managed || variables.leaving || !"+ours("oldObject"),
+			"this object is managed by profile-plugins: only its controller changes or deletes it"+ask,
+			what+" + ' is managed by profile-plugins: only its controller changes or deletes it, and it restores any other change"+ask+"'"),
+		validation("!variables.managed || "+ours("oldObject")+" || !"+ours("object"),
+			"the labels "+plugin.ManagedByLabel+" and "+plugin.PluginLabel+" are for the objects profile-plugins makes"+ask,
+			what+" + ': the labels "+plugin.ManagedByLabel+" and "+plugin.PluginLabel+" are for the objects profile-plugins makes; remove them"+ask+"'"),
+		validation("!variables.managed || request.operation != 'CREATE' || !("+names+")",
+			"this name is reserved for an object profile-plugins makes"+ask,
+			what+" + ': the name is reserved for an object profile-plugins makes in every managed namespace; choose another name"+ask+"'"),
+	})
+}
+
+// guardedLabels are the namespace labels only the controller changes: enrolment and mesh labels,
+// and Pod Security's.
+func guardedLabels() []string {
+	return []string{label.IoIstioDataplaneMode.Name, label.IoIstioUseWaypoint.Name, label.IoIstioUseWaypointNamespace.Name,
+		label.IoIstioIngressUseWaypoint.Name, label.IoIstioRev.Name, waypoint.InjectionLabel,
+		psaapi.EnforceLevelLabel, psaapi.EnforceVersionLabel, psaapi.AuditLevelLabel, psaapi.AuditVersionLabel,
+		psaapi.WarnLevelLabel, psaapi.WarnVersionLabel}
+}
+
+// namespaceLabels refuses changes of a managed namespace's guarded labels.
+func (b builder) namespaceLabels() *admissionv1.ValidatingAdmissionPolicy {
+	var list []string
+	for _, k := range guardedLabels() {
+		list = append(list, quote(k))
+	}
+	keys := "[" + strings.Join(list, ", ") + "]"
+	changed := "(has(oldObject.metadata.labels) && k in oldObject.metadata.labels) != (has(object.metadata.labels) && k in object.metadata.labels) || " +
+		"(has(oldObject.metadata.labels) && k in oldObject.metadata.labels && has(object.metadata.labels) && k in object.metadata.labels && " +
+		"oldObject.metadata.labels[k] != object.metadata.labels[k])"
+	return b.policy(NamespaceLabelsPolicy, "oldObject", []admissionv1.NamedRuleWithOperations{{
+		RuleWithOperations: admissionv1.RuleWithOperations{
+			Operations: []admissionv1.OperationType{admissionv1.Update},
+			Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"},
+				Scope: ptr.To(admissionv1.ClusterScope)},
+		},
+	}}, []admissionv1.Variable{{Name: "changed", Expression: keys + ".filter(k, " + changed + ")"}},
+		[]admissionv1.Validation{validation("!variables.managed || size(variables.changed) == 0",
+			"the mesh and Pod Security labels of this namespace are managed by profile-plugins"+ask,
+			"'namespace ' + object.metadata.name + ': the labels ' + variables.changed.join(', ') + ' are managed by profile-plugins, "+
+				"which sets them from its PluginConfig and the Profile'"+" + '"+ask+"'")})
+}
+
+// podChecks are the validations of pod metadata m and pod spec s (CEL expressions).
+func (b builder) podChecks(m, s, what string) []admissionv1.Validation {
+	allowed := "false"
+	var entries []string
+	for _, o := range b.cfg.Guard.OptOutAllowed {
+		entries = append(entries, fmt.Sprintf("(request.namespace == %s && (has(%s.serviceAccountName) ? %[2]s.serviceAccountName : 'default') == %s)",
+			quote(o.Namespace), s, quote(o.ServiceAccount)))
+	}
+	if len(entries) > 0 {
+		allowed = strings.Join(entries, " || ")
+	}
+	var mesh []string
+	for _, sa := range b.cfg.Guard.MeshServiceAccounts {
+		ns, name, _ := strings.Cut(sa, "/")
+		mesh = append(mesh, quote(serviceAccountUser(ns, name)))
+	}
+	exempt := fmt.Sprintf("!variables.managed || %s || request.userInfo.username in [%s]", allowed, strings.Join(mesh, ", "))
+	var out []admissionv1.Validation
+	switch b.cfg.Mesh.Mode {
+	case config.ModeAmbient:
+		out = append(out,
+			validation(exempt+" || !"+hasKey(m, "labels", label.IoIstioDataplaneMode.Name, "none"),
+				"pods of this namespace may not opt out of the ambient mesh (istio.io/dataplane-mode=none)"+ask,
+				what+" + ': istio.io/dataplane-mode=none takes the pod out of the ambient mesh, where no policy of the namespace protects it; remove the label"+ask+"'"),
+			validation(exempt+" || !"+hasKey(m, "annotations", annotation.SidecarStatus.Name, "")+" || "+s+".containers.exists(c, c.name == "+quote(waypoint.SidecarContainer)+")",
+				"pods of this namespace may not carry sidecar.istio.io/status without an istio-proxy container"+ask,
+				what+" + ': the annotation "+annotation.SidecarStatus.Name+" without an "+waypoint.SidecarContainer+" container makes Istio skip the pod, "+
+					"which then runs outside the mesh; remove it"+ask+"'"))
+	case config.ModeSidecar:
+		out = append(out, validation(exempt+" || !("+hasKey(m, "labels", sidecarInject, "false")+" || "+hasKey(m, "annotations", sidecarInject, "false")+")",
+			"pods of this namespace may not opt out of sidecar injection (sidecar.istio.io/inject=false)"+ask,
+			what+" + ': sidecar.istio.io/inject=false runs the pod without a sidecar, outside the mesh and every policy of the namespace; remove it"+ask+"'"))
+	}
+	return append(out, b.waypointChecks(m, what)...)
+}
+
+// waypointChecks refuse routing labels of an object (metadata m) that point past the namespace's
+// own waypoint.
+func (b builder) waypointChecks(m, what string) []admissionv1.Validation {
+	wp := b.cfg.Mesh.Waypoint.Name
+	use, useNS := label.IoIstioUseWaypoint.Name, label.IoIstioUseWaypointNamespace.Name
+	return []admissionv1.Validation{
+		validation("!variables.managed || !"+hasKey(m, "labels", use, "")+" || "+m+".labels["+quote(use)+"] == "+quote(wp),
+			"istio.io/use-waypoint may name only this namespace's waypoint "+wp+ask,
+			what+" + ': istio.io/use-waypoint=' + "+m+".labels["+quote(use)+"] + ' sends traffic past this namespace\\'s waypoint "+wp+
+				", which enforces the owner\\'s policy; remove the label"+ask+"'"),
+		validation("!variables.managed || !"+hasKey(m, "labels", useNS, "")+" || "+m+".labels["+quote(useNS)+"] == request.namespace",
+			"istio.io/use-waypoint-namespace may name only this namespace"+ask,
+			what+" + ': istio.io/use-waypoint-namespace=' + "+m+".labels["+quote(useNS)+"] + ' sends traffic to another namespace\\'s waypoint; remove the label"+ask+"'"),
+	}
+}
+
+func (b builder) pods() *admissionv1.ValidatingAdmissionPolicy {
+	return b.policy(PodsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+		rule("", "v1", []string{"pods"}, admissionv1.Create, admissionv1.Update),
+	}, nil, b.podChecks("object.metadata", "object.spec", "'Pod ' + request.namespace + '/' + object.metadata.name"))
+}
+
+func (b builder) workloads() *admissionv1.ValidatingAdmissionPolicy {
+	return b.policy(WorkloadsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+		rule("apps", "v1", []string{"deployments", "statefulsets", "daemonsets", "replicasets"}, admissionv1.Create, admissionv1.Update),
+		rule("batch", "v1", []string{"jobs"}, admissionv1.Create, admissionv1.Update),
+		rule("", "v1", []string{"replicationcontrollers"}, admissionv1.Create, admissionv1.Update),
+	}, nil, b.podChecks("object.spec.template.metadata", "object.spec.template.spec",
+		"request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name + ' (its pod template)'"))
+}
+
+func (b builder) cronJobs() *admissionv1.ValidatingAdmissionPolicy {
+	return b.policy(CronJobsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+		rule("batch", "v1", []string{"cronjobs"}, admissionv1.Create, admissionv1.Update),
+	}, nil, b.podChecks("object.spec.jobTemplate.spec.template.metadata", "object.spec.jobTemplate.spec.template.spec",
+		"'CronJob ' + request.namespace + '/' + object.metadata.name + ' (its pod template)'"))
+}
+
+func (b builder) services() *admissionv1.ValidatingAdmissionPolicy {
+	return b.policy(ServicesPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+		rule("", "v1", []string{"services"}, admissionv1.Create, admissionv1.Update),
+	}, nil, b.waypointChecks("object.metadata", "'Service ' + request.namespace + '/' + object.metadata.name"))
+}
