@@ -16,10 +16,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	profileplugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/pss"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // tenantAdminRules are the rules kubeflow/manifests common/kubeflow-roles/base/cluster-roles.yaml
@@ -95,4 +101,94 @@ func TestATenantsRoleBindingsCostTheCacheAlmostNothingOnTheAPIServer(t *testing.
 	}
 	t.Logf("%d RoleBindings: %d bytes stored by the tenant, %d bytes cached by the controller", count, stored, total)
 	assert.Less(t, largest, 2<<10, "the largest cached RoleBinding of the tenant's holds this many bytes")
+}
+
+// psRunner is a runner in mode "none" (no mesh objects: the tests look at Pod Security alone) with
+// the given Pod Security settings.
+func psRunner(t *testing.T, c client.Client, body string) *runner.Runner {
+	t.Helper()
+	cfg := fixture.Config(t, "mesh: {mode: none}\npodSecurity:\n"+body)
+	require.NoError(t, cfg.Validate())
+	r, err := profileplugins.NewRunner(c, cfg)
+	require.NoError(t, err)
+	return r
+}
+
+// askEnforce makes the Profile ask for an enforce level, as its owner may edit it.
+func askEnforce(t *testing.T, c client.Client, p *profilev1.Profile, level string) {
+	t.Helper()
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(p), p))
+	p.Spec.Plugins = []profilev1.Plugin{{TypeMeta: metav1.TypeMeta{Kind: pss.ProfileKind},
+		Spec: &runtime.RawExtension{Raw: []byte(`{"enforce":"` + level + `"}`)}}}
+	require.NoError(t, c.Update(context.Background(), p))
+}
+
+// Finding 2 (medium with preflight hold; a tenant keeps a privilege the admin took away). The
+// admin grants a team namespace privileged through an override on their own label (the documented
+// way), the owner asks for it and runs a privileged pod. The admin then removes the label: the
+// override no longer matches, the wanted level is baseline again. With podSecurity.preflight:
+// hold, pss keeps enforce at privileged while a running pod violates baseline
+// (pss/pss.go, preflight): the level it holds is the plugin's own, so loosenedBy does not stop it.
+// The pods that keep the hold are the tenant's own, and the level held admits new privileged pods,
+// so the tenant keeps privileged for as long as it likes (a Deployment's pod is recreated, a new
+// privileged pod is admitted). The hold was meant for pods that predate a tightening the admin
+// chose, not for a grant the admin withdrew. FAILS while the revoked grant is held.
+func TestAWithdrawnOverrideIsNotHeldByTheTenantsOwnPodsOnTheAPIServer(t *testing.T) {
+	env := envtest.Start(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns = "attack-hold"
+	r := psRunner(t, c, `  enforce: {level: baseline}
+  preflight: hold
+  overrides:
+  - namespaceSelector: {matchLabels: {example.com/tier: gpu}}
+    minimumEnforce: privileged
+`)
+	p := profileIn(t, c, ns)
+	n := &corev1.Namespace{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: ns}, n))
+	n.Labels["example.com/tier"] = "gpu"
+	require.NoError(t, c.Update(ctx, n), "the admin grants the override")
+	askEnforce(t, c, p, "privileged")
+	converged(t, r, p)
+	require.Equal(t, "privileged", namespaceLabels(t, c, ns)["pod-security.kubernetes.io/enforce"])
+	require.NoError(t, c.Create(ctx, boundPod(ns, "tenant-privileged", true)), "the tenant runs a privileged pod")
+
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: ns}, n))
+	delete(n.Labels, "example.com/tier")
+	require.NoError(t, c.Update(ctx, n), "the admin withdraws the override")
+	res := r.Apply(ctx, p)
+	t.Logf("after the withdrawal: %s; waiting: %v; warnings: %v", res, res.Waiting(), res.Warnings())
+
+	err := c.Create(ctx, boundPod(ns, "tenant-privileged-2", true))
+	t.Logf("a new privileged pod after the withdrawal: err=%v", err)
+	assert.Equal(t, "baseline", namespaceLabels(t, c, ns)["pod-security.kubernetes.io/enforce"],
+		"the withdrawn override is still in force, held by the tenant's own privileged pod")
+	assert.Error(t, err, "the API server still admits new privileged pods in the namespace")
+}
+
+// Finding 3 (low, careless admin). validateMatch refuses selectors on labels that follow the
+// Profile, but accepts a negative selector on the admin's own label: NotIn or DoesNotExist match
+// every namespace the admin has not labelled, which is every namespace a user registers from now
+// on. The same hand-out of privileged to anyone who registers that the refusal of profiles: ["*"]
+// and of kubernetes.io/metadata.name is there to prevent. FAILS while such a selector validates.
+func TestANegativeOverrideSelectorIsRefusedOnTheAPIServer(t *testing.T) {
+	body := `  overrides:
+  - namespaceSelector: {matchExpressions: [{key: example.com/tier, operator: DoesNotExist}]}
+    minimumEnforce: privileged
+`
+	cfg := fixture.Config(t, "mesh: {mode: none}\npodSecurity:\n"+body)
+	err := cfg.Validate()
+	if err == nil {
+		// Show what it means: a Profile anyone registers gets privileged.
+		env := envtest.Start(t)
+		c := env.Client
+		r, rerr := profileplugins.NewRunner(c, cfg)
+		require.NoError(t, rerr)
+		p := profileIn(t, c, "attack-new-user")
+		askEnforce(t, c, p, "privileged")
+		converged(t, r, p)
+		t.Logf("a freshly registered Profile's enforce: %q", namespaceLabels(t, c, "attack-new-user")["pod-security.kubernetes.io/enforce"])
+	}
+	assert.Error(t, err, "an override whose selector matches every namespace the admin did not label validates")
 }
