@@ -15,12 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
@@ -191,4 +193,97 @@ func TestANegativeOverrideSelectorIsRefusedOnTheAPIServer(t *testing.T) {
 		t.Logf("a freshly registered Profile's enforce: %q", namespaceLabels(t, c, "attack-new-user")["pod-security.kubernetes.io/enforce"])
 	}
 	assert.Error(t, err, "an override whose selector matches every namespace the admin did not label validates")
+}
+
+// asContributor binds user to a stand-in of kubeflow-edit's pod rules in ns under kfam's name for
+// the binding, with kfam's annotations and, as kfam makes it (kubeflow/dashboard
+// components/access-management/kfam/bindings.go, BindingClient.Create), no owner reference: the
+// binding outlives the Profile. It returns a client that impersonates user.
+func asContributor(t *testing.T, env *envtest.Env, ns, user, bindingName string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "attack-kubeflow-edit-pods"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"},
+	}}}
+	if err := env.Client.Create(ctx, role); err != nil {
+		require.True(t, strings.Contains(err.Error(), "already exists"), err)
+	}
+	require.NoError(t, env.Client.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: bindingName, Namespace: ns, Annotations: map[string]string{"user": user, "role": "edit"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}))
+	cfg := rest.CopyConfig(env.Base)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	require.NoError(t, err)
+	return c
+}
+
+// Finding 4 (medium, Pod Security loosened and the mesh left, reachable by a contributor). When a
+// Profile whose namespace survives it (owned by the owner annotation: an admin made it) is
+// deleted, Revoke waits for the last pod and then takes every Pod Security label and the ambient
+// labels off, with the ztunnel policy. The contributors' RoleBindings stay: kfam makes them with
+// no owner reference, so the Profile's deletion does not collect them. A contributor (kubeflow-edit
+// may create pods) then creates a privileged pod, and the API server admits it (no enforce label:
+// the cluster default, privileged unless the admin configured PodSecurity admission otherwise),
+// out of the mesh (no istio.io/dataplane-mode, so ztunnel captures nothing and no ztunnel policy
+// exists: any pod of any namespace reaches it in plaintext). The namespace ends less protected
+// than it was while the Profile lived, in the hands of the same people. The owner may make such
+// bindings for themselves too (kubeflow-admin creates RoleBindings). FAILS while the contributor's
+// privileged pod is admitted.
+func TestASurvivingNamespaceKeepsPodSecurityForTheBindingsThatSurviveOnTheAPIServer(t *testing.T) {
+	env := envtest.Start(t)
+	c := env.Client
+	ctx := context.Background()
+	p := profileIn(t, c, "attack-survives")
+	r := runnerFor(t, c, config.ModeAmbient)
+	enrolledIn(t, c, r, p)
+	bob := asContributor(t, env, p.Name, "bob@example.com", "user-bob-example-com-clusterrole-edit")
+	err := bob.Create(ctx, boundPod(p.Name, "bob-privileged", true))
+	require.True(t, apierrors.IsForbidden(err), "while the Profile lives, Pod Security refuses the contributor's privileged pod: %v", err)
+
+	// The admin deletes the Profile; no pod runs, so Revoke finishes at once.
+	res := r.Revoke(ctx, p)
+	require.NoError(t, res.Err())
+	require.Empty(t, res.Waiting())
+	labels := namespaceLabels(t, c, p.Name)
+	t.Logf("the surviving namespace's labels after Revoke: %v", labels)
+
+	err = bob.Create(ctx, boundPod(p.Name, "bob-privileged", true))
+	assert.Error(t, err, "the contributor's RoleBinding survived the Profile, and the namespace now admits their privileged pod")
+	assert.NotEmpty(t, labels["pod-security.kubernetes.io/enforce"], "the surviving namespace was left without Pod Security")
+}
+
+// Finding 4b (low, the tenant decides when its own offboarding ends). In the same surviving
+// namespace, Revoke now waits for as long as a pod runs there (plugin.AdmissionGuard of pss, and
+// the data-plane hold), and the pods are the tenant's: a Deployment recreates them, anyone with
+// kubeflow-edit creates more. The Profile stays (its controller's finalizer waits for Revoke), and
+// with it everything the Profile controls, such as the profiles controller's namespaceAdmin
+// RoleBinding (SetControllerReference in profile_controller.go, updateRoleBinding), which garbage
+// collection deletes only after the Profile is gone. So the owner who is being offboarded keeps
+// their access by keeping one pod running. FAILS while Revoke waits on the tenant's pods.
+func TestRevokeOfASurvivingNamespaceDoesNotWaitOnTheTenantsPodsOnTheAPIServer(t *testing.T) {
+	env := envtest.Start(t)
+	c := env.Client
+	ctx := context.Background()
+	p := profileIn(t, c, "attack-offboard")
+	r := runnerFor(t, c, config.ModeAmbient)
+	enrolledIn(t, c, r, p)
+	tenant := asContributor(t, env, p.Name, "alice@example.com", "namespaceAdmin")
+	for i := range 3 {
+		require.NoError(t, tenant.Create(ctx, boundPod(p.Name, fmt.Sprintf("keepalive-%d", i), false)))
+		res := r.Revoke(ctx, p)
+		require.NoError(t, res.Err())
+		if i == 0 {
+			t.Logf("Revoke waits: %v", res.Waiting())
+		}
+		// The admin (or the namespace controller) deletes the pod; the tenant has made the next.
+		podEnds(t, c, p.Name, fmt.Sprintf("keepalive-%d", i))
+		require.NoError(t, tenant.Create(ctx, boundPod(p.Name, fmt.Sprintf("keepalive-%d", i+1), false)))
+		res = r.Revoke(ctx, p)
+		require.NoError(t, res.Err())
+		assert.Empty(t, res.Waiting(), "round %d: Revoke still waits on a pod the tenant made", i)
+		podEnds(t, c, p.Name, fmt.Sprintf("keepalive-%d", i+1))
+	}
 }
