@@ -287,3 +287,34 @@ func TestRevokeOfASurvivingNamespaceDoesNotWaitOnTheTenantsPodsOnTheAPIServer(t 
 		podEnds(t, c, p.Name, fmt.Sprintf("keepalive-%d", i+1))
 	}
 }
+
+// Finding 5 (low, denial of service of one Profile's reconciles, and load on the shared
+// controller). The Result's waiting reasons and errors name every pod they count, without a bound
+// (runner/holds.go, the data-plane and admission holds; pss/pss.go, preflight), and
+// Result.Condition joins them all into the one message the controller patches into the Profile's
+// status on every change (cmd/profile-plugins-controller, writeCondition). Pod names are the
+// tenant's choice, up to 253 characters, and their number is bounded only by a ResourceQuota: a
+// hundred pods with long names already take the message past the 32768 characters Kubernetes allows a
+// metav1.Condition message, and some 3,000 past the API server's 1.5 MB object limit, when the
+// status patch fails on every reconcile, each of which lists all the pods again past the cache.
+// Pending pods count (neither finished nor being deleted), so they need no node. FAILS while the
+// condition grows with the tenant's pods.
+func TestTheConditionDoesNotGrowWithTheTenantsPodsOnTheAPIServer(t *testing.T) {
+	env := envtest.Start(t)
+	c := env.Client
+	ctx := context.Background()
+	p := profileIn(t, c, "attack-condition")
+	r := runnerFor(t, c, config.ModeAmbient)
+	enrolledIn(t, c, r, p)
+	const pods = 80
+	for i := range pods {
+		name := fmt.Sprintf("%s-%03d", strings.Repeat("p", 240), i)
+		require.NoError(t, c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}}}))
+	}
+	res := r.Revoke(ctx, p)
+	require.NoError(t, res.Err())
+	msg := res.Condition().Message
+	t.Logf("%d pods: the Profile's condition message has %d characters", pods, len(msg))
+	assert.LessOrEqual(t, len(msg), 32768, "the condition message grows with the number and names of the tenant's pods")
+}
