@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
+	"github.com/kubeflow-ambient/profile-plugins/authz"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
@@ -60,14 +61,16 @@ func asTenant(t *testing.T, env *envtest.Env, ns, user string) client.Client {
 }
 
 // Finding 1 (medium, denial of service of the shared controller). Finding B of the Dec 1 review
-// trimmed ConfigMaps in the cache, but RoleBindings are cached cluster-wide and whole
-// (runner.CacheByObject selects and trims nothing else; the reference controller watches them
-// with kubeflow.EnqueueProfileOfNamespace, and the authz plugin lists them from the cache). A
-// Profile owner holds kubeflow-admin, which grants create on rolebindings in their namespace, so
-// they can bind their own role as often as they like with annotations of up to 256 KB each (and
-// thousands of subjects): every byte lands in the controller's memory and stays until deleted.
-// The test measures the cached objects, as the ConfigMap test does: it FAILS while a tenant's
-// RoleBinding costs the cache more than 2 KB.
+// trimmed ConfigMaps in the cache, but RoleBindings are cached cluster-wide, as metadata
+// (cmd/profile-plugins-controller setup: Watches(&rbacv1.RoleBinding{}, ..., builder.OnlyMetadata);
+// the authz plugin lists authz.RoleBindingMetadataList from the same cache) and untrimmed:
+// metadata is where the bytes can be, annotations of up to 256 KB and managedFields. A Profile
+// owner holds kubeflow-admin, which grants create on rolebindings in their namespace, so they can
+// bind their own role as often as they like: every annotation byte lands in the controller's
+// memory and stays until the binding is deleted. (The watch's predicate filters events, not what
+// the informer stores.) The test reads the same metadata cache the controller shares and measures
+// the cached objects, as the ConfigMap test does: it FAILS while a tenant's RoleBinding costs the
+// cache more than 2 KB.
 func TestATenantsRoleBindingsCostTheCacheAlmostNothingOnTheAPIServer(t *testing.T) {
 	env := envtest.Start(t)
 	ctx := context.Background()
@@ -90,10 +93,10 @@ func TestATenantsRoleBindingsCostTheCacheAlmostNothingOnTheAPIServer(t *testing.
 	}
 
 	mgr := startManager(t, env.Base)
-	cached := &rbacv1.RoleBindingList{}
+	cached := authz.RoleBindingMetadataList()
 	require.Eventually(t, func() bool {
 		return mgr.GetCache().List(ctx, cached, client.InNamespace(ns)) == nil && len(cached.Items) == count+1
-	}, 60*time.Second, 200*time.Millisecond, "the cache holds every RoleBinding")
+	}, 60*time.Second, 200*time.Millisecond, "the metadata cache holds every RoleBinding")
 	total, largest := 0, 0
 	for _, rb := range cached.Items {
 		data, err := json.Marshal(&rb)
@@ -101,7 +104,7 @@ func TestATenantsRoleBindingsCostTheCacheAlmostNothingOnTheAPIServer(t *testing.
 		total += len(data)
 		largest = max(largest, len(data))
 	}
-	t.Logf("%d RoleBindings: %d bytes stored by the tenant, %d bytes cached by the controller", count, stored, total)
+	t.Logf("%d RoleBindings: %d bytes stored by the tenant, %d bytes in the controller's metadata cache", count, stored, total)
 	assert.Less(t, largest, 2<<10, "the largest cached RoleBinding of the tenant's holds this many bytes")
 }
 
