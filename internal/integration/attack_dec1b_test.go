@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/authz"
@@ -320,4 +321,53 @@ func TestTheConditionDoesNotGrowWithTheTenantsPodsOnTheAPIServer(t *testing.T) {
 	msg := res.Condition().Message
 	t.Logf("%d pods: the Profile's condition message has %d characters", pods, len(msg))
 	assert.LessOrEqual(t, len(msg), 32768, "the condition message grows with the number and names of the tenant's pods")
+}
+
+// Finding 7 (medium, fail-open window; anyone who may update Gateways in the namespace, not a
+// Kubeflow tenant by default). istiod renders the waypoint Deployment from the Gateway's
+// annotations too: the proxy image comes from sidecar.istio.io/proxyImage on the Gateway
+// (istio/istio pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go, render:
+// inject.ProxyImage(..., mi.Annotations)), and the Gateway's labels and annotations are copied to
+// the waypoint pods. The runner restores such a key (every key of Istio's domain is content) and
+// withholds routing for that call, "and the next call routes again once the observed state is the
+// restored one (for the Gateway, Programmed for the restored generation)" (SECURITY.md, guarantee
+// 10). A metadata change does not change a Gateway's generation, so the status istiod wrote before
+// the edit already reads as Programmed for the restored generation: the next call, which the
+// restore's own watch event starts at once, routes every request through the waypoint again while
+// istiod is still rolling the Deployment back from the editor's image. The withdrawal lasts one
+// reconcile, milliseconds. FAILS while routing returns with no sign that istiod has rendered the
+// restored Gateway.
+func TestAMetadataOnlyRestoreOfTheWaypointDoesNotRouteBeforeIstiodRendersItOnTheAPIServer(t *testing.T) {
+	env := envtest.Start(t)
+	c := env.Client
+	ctx := context.Background()
+	p := profileIn(t, c, "attack-proxy-image")
+	r := runnerFor(t, c, config.ModeAmbient)
+	require.NoError(t, r.Apply(ctx, p).Err())
+	programWaypoint(t, c, p.Name)
+	converged(t, r, p)
+	require.Equal(t, config.DefaultWaypointName, namespaceLabels(t, c, p.Name)["istio.io/use-waypoint"], "routed before the edit")
+
+	gw := &gatewayv1.Gateway{}
+	key := client.ObjectKey{Namespace: p.Name, Name: config.DefaultWaypointName}
+	require.NoError(t, c.Get(ctx, key, gw))
+	generation, status := gw.Generation, gw.Status.DeepCopy()
+	if gw.Annotations == nil {
+		gw.Annotations = map[string]string{}
+	}
+	gw.Annotations["sidecar.istio.io/proxyImage"] = "registry.example.com/evil-proxy:1"
+	require.NoError(t, c.Update(ctx, gw, client.FieldOwner("kubectl-edit")))
+
+	res := r.Apply(ctx, p)
+	require.NoError(t, res.Err())
+	require.NoError(t, c.Get(ctx, key, gw))
+	require.NotContains(t, gw.Annotations, "sidecar.istio.io/proxyImage", "restored in the same call")
+	require.NotContains(t, namespaceLabels(t, c, p.Name), "istio.io/use-waypoint", "routing withheld for the call that restored")
+	require.Equal(t, generation, gw.Generation, "a metadata edit and its restore leave the generation as it was")
+	require.Equal(t, status.Conditions, gw.Status.Conditions, "istiod has written nothing since the edit (no istiod here)")
+
+	res = r.Apply(ctx, p)
+	require.NoError(t, res.Err())
+	assert.NotContains(t, namespaceLabels(t, c, p.Name), "istio.io/use-waypoint",
+		"routed again at once, on the status istiod wrote before the edit, while the waypoint may still run the editor's image")
 }
