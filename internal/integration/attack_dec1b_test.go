@@ -40,25 +40,39 @@ var tenantAdminRules = []rbacv1.PolicyRule{{
 	Verbs: []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 }}
 
-// asTenant binds user to a stand-in of kubeflow-admin's RBAC rules in ns and returns a client that
-// impersonates user, so what the test writes is what such a tenant may write.
-func asTenant(t *testing.T, env *envtest.Env, ns, user string) client.Client {
+// contributorPodRules are kubeflow-edit's rules on pods (kubeflow-kubernetes-edit, same file).
+var contributorPodRules = []rbacv1.PolicyRule{{
+	APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"},
+}}
+
+// bound binds user in ns, through binding (its name and annotations set, the rest filled in), to a
+// ClusterRole role holding rules, and returns a client that impersonates user: what the test
+// writes through it is what such a tenant may write.
+func bound(t *testing.T, env *envtest.Env, binding *rbacv1.RoleBinding, role string, rules []rbacv1.PolicyRule) client.Client {
 	t.Helper()
 	ctx := context.Background()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "attack-kubeflow-admin-rbac"}, Rules: tenantAdminRules}
-	if err := env.Client.Create(ctx, role); err != nil {
+	if err := env.Client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: rules}); err != nil {
 		require.True(t, strings.Contains(err.Error(), "already exists"), err)
 	}
-	require.NoError(t, env.Client.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "namespaceAdmin", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}))
+	binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
+	require.NoError(t, env.Client.Create(ctx, binding))
 	cfg := rest.CopyConfig(env.Base)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: binding.Subjects[0].Name}
 	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
 	require.NoError(t, err)
 	return c
+}
+
+// userBinding is a RoleBinding of user alone, named name in ns, with annotations.
+func userBinding(ns, name, user string, annotations map[string]string) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+}
+
+// asTenant binds user to a stand-in of kubeflow-admin's RBAC rules in ns.
+func asTenant(t *testing.T, env *envtest.Env, ns, user string) client.Client {
+	t.Helper()
+	return bound(t, env, userBinding(ns, "namespaceAdmin", user, nil), "attack-kubeflow-admin-rbac", tenantAdminRules)
 }
 
 // Finding 1 (medium, denial of service of the shared controller). Finding B of the Dec 1 review
@@ -202,26 +216,11 @@ func TestANegativeOverrideSelectorIsRefusedOnTheAPIServer(t *testing.T) {
 // asContributor binds user to a stand-in of kubeflow-edit's pod rules in ns under kfam's name for
 // the binding, with kfam's annotations and, as kfam makes it (kubeflow/dashboard
 // components/access-management/kfam/bindings.go, BindingClient.Create), no owner reference: the
-// binding outlives the Profile. It returns a client that impersonates user.
+// binding outlives the Profile.
 func asContributor(t *testing.T, env *envtest.Env, ns, user, bindingName string) client.Client {
 	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "attack-kubeflow-edit-pods"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"},
-	}}}
-	if err := env.Client.Create(ctx, role); err != nil {
-		require.True(t, strings.Contains(err.Error(), "already exists"), err)
-	}
-	require.NoError(t, env.Client.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: bindingName, Namespace: ns, Annotations: map[string]string{"user": user, "role": "edit"}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}))
-	cfg := rest.CopyConfig(env.Base)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
-	require.NoError(t, err)
-	return c
+	return bound(t, env, userBinding(ns, bindingName, user, map[string]string{"user": user, "role": "edit"}),
+		"attack-kubeflow-edit-pods", contributorPodRules)
 }
 
 // Finding 4 (medium, Pod Security loosened and the mesh left, reachable by a contributor). When a
