@@ -46,6 +46,9 @@ type snapshot struct {
 	// versions maps "Kind/namespace/name" of everything the runner has no business writing
 	// (pods, the other namespace, foreign objects) to its resourceVersion.
 	versions map[string]string
+	// handed names ("Kind/name") the objects revoke handed to the namespace's deletion (see
+	// handedOver), judged as the runner's.
+	handed map[string]bool
 }
 
 func (w *world) snap() snapshot {
@@ -64,7 +67,7 @@ func (w *world) snap() snapshot {
 	aps := &istiosecurityv1.AuthorizationPolicyList{}
 	w.must(w.store.List(w.ctx, aps, client.InNamespace(userNS)))
 	for _, p := range aps.Items {
-		p = handedOver(w, p)
+		p = s.handedOver(w, "AuthorizationPolicy", p).(*istiosecurityv1.AuthorizationPolicy)
 		s.policies[p.Name] = p
 		if !isManaged(p) {
 			s.versions["AuthorizationPolicy/"+userNS+"/"+p.Name] = p.ResourceVersion
@@ -73,7 +76,7 @@ func (w *world) snap() snapshot {
 	gws := &gatewayv1.GatewayList{}
 	w.must(w.store.List(w.ctx, gws, client.InNamespace(userNS)))
 	for i := range gws.Items {
-		g := handedOver(w, &gws.Items[i])
+		g := s.handedOver(w, "Gateway", &gws.Items[i]).(*gatewayv1.Gateway)
 		s.gateways[g.Name] = g
 		if !isManaged(g) {
 			s.versions["Gateway/"+userNS+"/"+g.Name] = g.ResourceVersion
@@ -82,7 +85,7 @@ func (w *world) snap() snapshot {
 	cms := &corev1.ConfigMapList{}
 	w.must(w.store.List(w.ctx, cms, client.InNamespace(userNS)))
 	for i := range cms.Items {
-		c := handedOver(w, &cms.Items[i])
+		c := s.handedOver(w, "ConfigMap", &cms.Items[i]).(*corev1.ConfigMap)
 		s.configMaps[c.Name] = c
 		if !isManaged(c) {
 			s.versions["ConfigMap/"+userNS+"/"+c.Name] = c.ResourceVersion
@@ -175,12 +178,19 @@ func profileControlled(o metav1.Object) bool {
 // object is still the runner's, and is judged with the Profile as its controller: once the
 // Profile is being deleted, one with the managed labels, no owner at all, and a field manager of
 // the runner among its writers. An editor's copy (made by another manager) stays an impostor.
-func handedOver[T client.Object](w *world, o T) T {
+// The runner leaves a handed-over object to the namespace's deletion, which in the real cluster
+// follows the Profile's (the Profile controls the namespace; this world plays no namespace
+// deletion), so revoke need not remove it once the pods are gone.
+func (s *snapshot) handedOver(w *world, kind string, o client.Object) client.Object {
 	if !w.revoked || o.GetLabels()[labelManagedBy] != managedByValue || len(o.GetOwnerReferences()) > 0 ||
 		!slices.ContainsFunc(o.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return isRunnerManager(e.Manager) }) {
 		return o
 	}
-	cp := o.DeepCopyObject().(T)
+	if s.handed == nil {
+		s.handed = map[string]bool{}
+	}
+	s.handed[kind+"/"+o.GetName()] = true
+	cp := o.DeepCopyObject().(client.Object)
 	cp.SetOwnerReferences(controlledByThisProfile())
 	return cp
 }

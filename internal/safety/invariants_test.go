@@ -316,15 +316,16 @@ func (w *world) checkRevoked(res *runner.Result, s snapshot) {
 			w.violate("V-REVOKE", "after a fault-free revoke the runner still owns %s=%s", key, s.labels[key])
 		}
 	}
-	if p := s.policies[ownerPolicy]; p != nil && managedByPlugin(p, "authz") && (len(p.Spec.TargetRefs) > 0 || !s.sidecarPodRuns()) {
+	if p := s.policies[ownerPolicy]; p != nil && managedByPlugin(p, "authz") && !s.handed["AuthorizationPolicy/"+ownerPolicy] &&
+		(len(p.Spec.TargetRefs) > 0 || !s.sidecarPodRuns()) {
 		// A selector-less owner policy stays while a pod with a sidecar runs: it is that pod's
 		// only ALLOW policy (plugin.PodProtector).
 		w.violate("V-REVOKE", "after a fault-free revoke the managed owner policy is still there")
 	}
-	if g := s.gateways[waypointName]; g != nil && managedByPlugin(g, "waypoint") {
+	if g := s.gateways[waypointName]; g != nil && managedByPlugin(g, "waypoint") && !s.handed["Gateway/"+waypointName] {
 		w.violate("V-REVOKE", "after a fault-free revoke the managed waypoint is still there")
 	}
-	if c := s.configMaps[seccompCM]; c != nil && managedByPlugin(c, "waypoint") {
+	if c := s.configMaps[seccompCM]; c != nil && managedByPlugin(c, "waypoint") && !s.handed["ConfigMap/"+seccompCM] {
 		w.violate("V-REVOKE", "after a fault-free revoke the managed seccomp ConfigMap is still there")
 	}
 	if res.Retryable() {
