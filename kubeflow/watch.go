@@ -3,10 +3,13 @@ package kubeflow
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 )
 
 // EnqueueProfileOfNamespace maps an object in a user namespace to the Profile of the same name,
@@ -35,5 +38,25 @@ func EnqueueProfileOfSameName() handler.EventHandler {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetName()}}}
+	})
+}
+
+// EnqueueProfileOfOwner maps an object the Profile owns to that Profile, as Owns does, but only
+// when the object is in the Profile's own namespace (a Profile's objects are never elsewhere) and
+// its controller reference carries the Profile's UID, read from profiles (the manager's cache).
+// Owns follows a controller reference by name alone, so anyone who may create ConfigMaps in any
+// namespace could otherwise reconcile any Profile as often as they write (second attack review of
+// Dec 1, finding 6).
+func EnqueueProfileOfOwner(profiles client.Reader) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		ref := metav1.GetControllerOf(obj)
+		if ref == nil || ref.Kind != profilev1.Kind || ref.APIVersion != profilev1.GroupVersion.String() || ref.Name != obj.GetNamespace() {
+			return nil
+		}
+		p := &profilev1.Profile{}
+		if err := profiles.Get(ctx, types.NamespacedName{Name: ref.Name}, p); err != nil || p.UID != ref.UID {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ref.Name}}}
 	})
 }

@@ -5,15 +5,20 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 func TestEnqueueProfileOfNamespace(t *testing.T) {
@@ -47,4 +52,29 @@ func TestEnqueueProfileOfSameName(t *testing.T) {
 	assert.Equal(t, 1, q.Len())
 	item, _ := q.Get()
 	assert.Equal(t, reconcile.Request{NamespacedName: types.NamespacedName{Name: "alice"}}, item)
+}
+
+// Only the Profile's own ConfigMap, in its namespace and naming its UID, reconciles it: one
+// another namespace's editor made naming the Profile, or one with a wrong UID, enqueues nothing.
+func TestEnqueueProfileOfOwnerFollowsOnlyTheProfilesOwnNamespaceAndUID(t *testing.T) {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	victim := &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "victim", UID: "u-victim"}}
+	s := runner.NewScheme()
+	require.NoError(t, profilev1.AddToScheme(s))
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(victim).Build()
+	h := kubeflow.EnqueueProfileOfOwner(c)
+	owned := func(ns string, uid types.UID) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: profilev1.GroupVersion.String(), Kind: profilev1.Kind, Name: "victim", UID: uid, Controller: ptr.To(true)}}}}
+	}
+	h.Create(context.Background(), event.CreateEvent{Object: owned("mallory", "u-victim")}, q)
+	h.Create(context.Background(), event.CreateEvent{Object: owned("victim", "u-forged")}, q)
+	h.Create(context.Background(), event.CreateEvent{Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "victim"}}}, q)
+	assert.Equal(t, 0, q.Len(), "foreign, forged and unowned ConfigMaps enqueue nothing")
+
+	h.Create(context.Background(), event.CreateEvent{Object: owned("victim", "u-victim")}, q)
+	assert.Equal(t, 1, q.Len())
+	item, _ := q.Get()
+	assert.Equal(t, reconcile.Request{NamespacedName: types.NamespacedName{Name: "victim"}}, item)
 }

@@ -74,17 +74,12 @@ type PodProtector interface {
 
 // AdmissionGuard is implemented by plugins whose namespace labels decide what the API server
 // admits into the namespace (Pod Security: a namespace without an enforce label admits privileged
-// pods). Revoke of a namespace that outlives its Profile keeps such a label, while the runner
-// alone owns it, until Admitted names no pod: the controllers of pods that still run there (a
-// ReplicaSet, a Job) would otherwise create more, unconstrained. It says what it waits for, and an
-// admin who means to keep the namespace ends the wait by taking the labels over (another field
-// manager that owns a label keeps it when the runner lets go) or by deleting the pods. In a
-// namespace that is going away the labels are left to its deletion.
+// pods). Revoke never takes such a label off: a namespace that goes away keeps it until it is
+// gone, and one that outlives its Profile keeps it for good, since whoever the RoleBindings that
+// survive the Profile name may still create pods there (see runner.Runner.Revoke).
 type AdmissionGuard interface {
 	// AdmissionLabels lists the namespace label keys that constrain admission.
 	AdmissionLabels() []string
-	// Admitted names the pods that still run under those labels, sorted.
-	Admitted(pods []corev1.Pod) []string
 }
 
 // Target is one user namespace as a plugin sees it.

@@ -32,8 +32,7 @@
 // keeps it, writes that same value so it co-owns the label (and the label survives that writer
 // withdrawing it), and warns with the writer's field manager, from plugin.Observed.LabelManagers.
 // A level the plugin alone holds follows the configuration, down as well as up. Every mode is
-// always labelled: the plugin never removes a Pod Security label; only the runner's Revoke does,
-// and only once no pod runs in a namespace that outlives its Profile (the plugin is a
-// plugin.AdmissionGuard): until then the API server would admit whatever the owners of those pods
-// create next. A namespace that goes away keeps its labels until it is gone.
+// always labelled: the plugin never removes a Pod Security label, and neither does the runner's
+// Revoke (the plugin is a plugin.AdmissionGuard): a namespace that outlives its Profile keeps them
+// for whoever its surviving RoleBindings name, and one that goes away keeps them until it is gone.
 package pss

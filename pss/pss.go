@@ -116,7 +116,7 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	}
 	want["enforce"] = enforce
 	// Every mode is always labelled: a missing enforce label means privileged, so the plugin
-	// never drops one it set; only Revoke takes the labels away.
+	// never drops one it set, and Revoke leaves them too (see AdmissionLabels).
 	d.Labels = map[string]string{}
 	for _, m := range modes {
 		d.Labels[m.levelLabel] = string(want[m.name].Level)

@@ -126,21 +126,20 @@ func (h holds) waiting(pluginName string) []string {
 }
 
 // admissionHolds are the admission labels (see plugin.AdmissionGuard) that Revoke keeps on the
-// namespace, per plugin, and the pods a surviving namespace keeps them for.
+// namespace, per plugin.
 type admissionHolds struct {
 	labels map[string]map[string]string // plugin -> label key -> value kept
-	pods   map[string][]string          // plugin -> pods waited for; none where the namespace is leaving
 }
 
-// holdAdmission decides which admission labels each AdmissionGuard keeps through Revoke. Where the
-// namespace is leaving (being deleted, or the Profile controls it and garbage collection takes it),
-// every such label the plugin owns stays, for the namespace's deletion to take: taking it off first
-// would leave the namespace admitting anything until then, and for good if the Profile was deleted
-// orphaning its dependents. Where the namespace stays, a label stays while the runner alone owns it
-// and Admitted names a pod; one another field manager owns too stays through that writer when the
-// runner lets go, so it needs no wait.
-func holdAdmission(plugins []plugin.Plugin, ns *corev1.Namespace, pods []corev1.Pod, leaving bool) admissionHolds {
-	h := admissionHolds{labels: map[string]map[string]string{}, pods: map[string][]string{}}
+// holdAdmission decides which admission labels each AdmissionGuard keeps through Revoke: every
+// such label the plugin owns on ns, wherever the namespace goes, and whether or not pods run. One
+// that goes away leaves them to its deletion: taking them off first would leave it admitting
+// anything until then, and for good if the Profile was deleted orphaning its dependents. One that
+// survives keeps them for good: whoever may still create pods there (see Revoke) is held to what
+// the Profile's namespace was held to. There a label another field manager owns too is left to
+// that writer (an admin who applied it under their own manager): it stays when the runner lets go.
+func holdAdmission(plugins []plugin.Plugin, ns *corev1.Namespace, leaving bool) admissionHolds {
+	h := admissionHolds{labels: map[string]map[string]string{}}
 	own := readLabelOwners(ns, plugins)
 	if own.err != nil {
 		return h // the label phase reports it and writes no label
@@ -152,13 +151,6 @@ func holdAdmission(plugins []plugin.Plugin, ns *corev1.Namespace, pods []corev1.
 			continue
 		}
 		owned := own.owned(p.Name())
-		var admitted []string
-		if !leaving {
-			admitted = ag.Admitted(pods)
-			if len(admitted) == 0 {
-				continue
-			}
-		}
 		kept := map[string]string{}
 		for _, key := range ag.AdmissionLabels() {
 			value, set := ns.Labels[key]
@@ -167,13 +159,30 @@ func holdAdmission(plugins []plugin.Plugin, ns *corev1.Namespace, pods []corev1.
 			}
 			kept[key] = value
 		}
-		if len(kept) == 0 {
-			continue
+		if len(kept) > 0 {
+			h.labels[p.Name()] = kept
 		}
-		h.labels[p.Name()] = kept
-		h.pods[p.Name()] = admitted
 	}
 	return h
+}
+
+// warnSurviving says, for each plugin that keeps admission labels, what Revoke left of it in a
+// namespace that survives its Profile, and why: the namespace is no longer the runner's to loosen.
+func warnSurviving(res *Result, ns string, guarded admissionHolds) {
+	for i := range res.Plugins {
+		labels := guarded.labelsOf(res.Plugins[i].Plugin)
+		if len(labels) == 0 {
+			continue
+		}
+		var kept []string
+		for _, key := range slices.Sorted(maps.Keys(labels)) {
+			kept = append(kept, key+"="+labels[key])
+		}
+		res.Plugins[i].Warnings = append(res.Plugins[i].Warnings, fmt.Sprintf("namespace %s outlives its Profile, and so do the RoleBindings "+
+			"there without the Profile's owner reference (kfam's contributor bindings among them): Revoke leaves %s in place "+
+			"and manages them no more; delete the namespace, or take them off yourself once nobody can create pods there",
+			ns, strings.Join(kept, ", ")))
+	}
 }
 
 // notTheRunners reports whether a field manager is another writer's: neither LabelFieldManager nor
@@ -189,20 +198,4 @@ func (h admissionHolds) labelsOf(pluginName string) map[string]string {
 		out = map[string]string{}
 	}
 	return out
-}
-
-// waiting says what the plugin's kept admission labels wait for, if anything.
-func (h admissionHolds) waiting(pluginName string) []string {
-	pods := h.pods[pluginName]
-	if len(pods) == 0 {
-		return nil
-	}
-	var kept []string
-	for _, key := range slices.Sorted(maps.Keys(h.labels[pluginName])) {
-		kept = append(kept, key+"="+h.labels[pluginName][key])
-	}
-	return []string{fmt.Sprintf("keeps %s while pods run in the namespace, which outlives its Profile: without them the API server "+
-		"would admit any pod the owners of these create next, privileged ones too (delete the pods, or take the labels over by "+
-		"applying them under your own field manager, kubectl apply --server-side, and the namespace keeps them); %d running pod(s): %s",
-		strings.Join(kept, ", "), len(pods), strings.Join(pods, ", "))}
 }

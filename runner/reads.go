@@ -186,14 +186,13 @@ func needsPods(plugins []plugin.Plugin, plans []*planned, t plugin.Target, ns *c
 	return dataPlaneAtRisk(plans, ns, t.Observed) || pruneAtRisk(plugins, plans, t.Observed)
 }
 
-// revokeNeedsPods says whether Revoke, which takes every label and object down, has pods to wait
-// for: when a plugin holds data-plane labels, protects pods or guards admission (AdmissionGuard).
+// revokeNeedsPods says whether Revoke has pods to decide on: when a plugin holds data-plane
+// labels or protects pods. Admission labels (AdmissionGuard) stay whatever runs.
 func revokeNeedsPods(plugins []plugin.Plugin) bool {
 	for _, p := range plugins {
 		_, dp := p.(plugin.DataPlane)
 		_, pp := p.(plugin.PodProtector)
-		_, ag := p.(plugin.AdmissionGuard)
-		if dp || pp || ag {
+		if dp || pp {
 			return true
 		}
 	}

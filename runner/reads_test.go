@@ -198,7 +198,7 @@ func TestMeshScenariosWithASelectedCacheAndAnAPIReader(t *testing.T) {
 		"AKeyAddedToTheWaypointPatchConfigMapIsRestoredAndReported":  TestAKeyAddedToTheWaypointPatchConfigMapIsRestoredAndReported,
 		"ForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint":     TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint,
 		"ForeignAllowAllPoliciesAreReported":                         TestForeignAllowAllPoliciesAreReported,
-		"RevokeKeepsPodSecurityWhilePodsRun":                         TestRevokeOfASurvivingNamespaceKeepsPodSecurityWhilePodsRun,
+		"RevokeLeavesPodSecurityInPlace":                             TestRevokeOfASurvivingNamespaceLeavesPodSecurityInPlace,
 		"RevokeKeepsAmbientForATerminatingPod":                       TestRevokeKeepsAmbientForATerminatingPodUntilItsGracePeriodEnds,
 		"ZtunnelPolicyDeletedWithTheProfileStays":                    TestAZtunnelPolicyDeletedWithTheProfileStaysUntilItsPodsAreGone,
 		"IstioDomainMetadataOfAnotherWriterIsRestoredAndReported":    TestIstioDomainMetadataOfAnotherWriterIsRestoredAndReported,

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -166,7 +167,7 @@ func (r *Result) Condition() profilev1.ProfileCondition {
 	if len(msgs) == 0 {
 		return profilev1.ProfileCondition{Type: ConditionType, Status: "True", Message: strings.Join(append([]string{"all plugins applied"}, notes...), "; ")}
 	}
-	return profilev1.ProfileCondition{Type: ConditionType, Status: "False", Message: strings.Join(append(msgs, notes...), "; ")}
+	return profilev1.ProfileCondition{Type: ConditionType, Status: "False", Message: capMessage(strings.Join(append(msgs, notes...), "; "))}
 }
 
 func (r *Result) errors() []error {
@@ -199,4 +200,20 @@ func (r *Runner) newResult() *Result {
 		res.Plugins = append(res.Plugins, PluginResult{Plugin: p.Name()})
 	}
 	return res
+}
+
+// maxConditionMessage keeps the message under the 32768 characters metav1.Condition allows, with
+// room for the note capMessage adds: pod names and their number are the tenant's choice.
+const maxConditionMessage = 32000
+
+// capMessage cuts msg to maxConditionMessage bytes, at a rune boundary, and says it did.
+func capMessage(msg string) string {
+	if len(msg) <= maxConditionMessage {
+		return msg
+	}
+	cut := maxConditionMessage
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + fmt.Sprintf(" ... (%d more bytes cut)", len(msg)-cut)
 }

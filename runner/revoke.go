@@ -15,16 +15,21 @@ import (
 // Revoke takes down what the plugins made, in the order that keeps pods covered: routing labels
 // first, then the objects behind them; data-plane labels and the objects they require last, and
 // only once no pod would be left outside every data plane (a pod being deleted counts until its
-// grace period is over). Admission labels (plugin.AdmissionGuard: Pod Security) stay while pods
-// run, so the namespace never admits unconstrained what their owners create next.
+// grace period is over). Admission labels (plugin.AdmissionGuard: Pod Security) are never taken
+// off. Where the namespace survives its Profile (an admin made it), the RoleBindings that grant
+// access there without the Profile's owner reference survive too (kfam's contributor bindings,
+// those the owner made), and so do the people they name: without the labels the API server would
+// admit their privileged pods. Revoke leaves the labels in place, manages them no more, and says
+// so in a warning; it waits on no pod for them, so the tenant's pods cannot hold the Profile back.
 //
-// Where the namespace stays, Revoke waits for those pods and says so in Waiting (the controller
-// requeues). Where it is going away anyway, because it is being deleted or the Profile is its
-// controller, the labels are left to the namespace's deletion, which removes pods first and the
-// rest once they are gone, and so are the objects pods depend on, taken out of garbage
-// collection's hands (see handOver): the finalizer does not wait on pods. Only an object garbage
-// collection already marked deleted (a foreground deletion of the Profile) is waited for, until its
-// pods are gone (see releaseProtection). It is idempotent, and a missing namespace is success.
+// Where the namespace stays, Revoke waits for the pods a data-plane label captures and says so in
+// Waiting (the controller requeues). Where it is going away anyway, because it is being deleted
+// or the Profile is its controller, the labels are left to the namespace's deletion, which removes
+// pods first and the rest once they are gone, and so are the objects pods depend on, taken out of
+// garbage collection's hands (see handOver): the finalizer does not wait on pods. Only an object
+// garbage collection already marked deleted (a foreground deletion of the Profile) is waited for,
+// until its pods are gone (see releaseProtection). It is idempotent, and a missing namespace is
+// success.
 func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result {
 	res := r.newResult()
 	if !r.admitRevoke(ctx, profile, res) {
@@ -48,9 +53,9 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 	r.warnClaims(res, profile, cl)
 	running := obs
 	running.Pods = stillRunning(obs.Pods, time.Now())
-	held := holdDataPlane(r.Plugins, ns, running)
 	leaving := ns.DeletionTimestamp != nil || controlledBy(ns, profile)
-	guarded := holdAdmission(r.Plugins, ns, obs.Pods, leaving)
+	held := holdDataPlane(r.Plugins, ns, running)
+	guarded := holdAdmission(r.Plugins, ns, leaving)
 	plans, want := r.planRevoke(res, held, guarded, leaving)
 	if !r.writeLabels(ctx, ns, plans, want, res) {
 		// A label that could not be taken off may still route traffic to, or enrol pods behind,
@@ -61,7 +66,9 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 		r.prune(ctx, p, decidePrune(p, obs, held, !leaving))
 	}
 	stuck := ""
-	if leaving {
+	if !leaving {
+		warnSurviving(res, ns.Name, guarded)
+	} else {
 		r.handOver(ctx, profile, plans, obs, held)
 		if ns.DeletionTimestamp == nil && !slices.Contains(profile.Finalizers, metav1.FinalizerDeleteDependents) {
 			// Garbage collection deletes the namespace, and so its pods, only once the Profile is
@@ -75,8 +82,9 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 
 // planRevoke decides Revoke's label write: every plugin keeps only its held data-plane labels and
 // the admission labels it keeps (none wants anything any more), and, unless the namespace is
-// leaving anyway, waits for the pods that hold them. The plans it returns want no object, so all
-// of each plugin's own are stale.
+// leaving anyway, waits for the pods that hold the data-plane labels. Admission labels wait for
+// nothing: they stay (see holdAdmission). The plans it returns want no object, so all of each
+// plugin's own are stale.
 func (r *Runner) planRevoke(res *Result, held holds, guarded admissionHolds, leaving bool) ([]*planned, map[string]map[string]string) {
 	plans := make([]*planned, len(r.Plugins))
 	want := map[string]map[string]string{}
@@ -89,7 +97,6 @@ func (r *Runner) planRevoke(res *Result, held holds, guarded admissionHolds, lea
 		want[p.Name()] = keep
 		if !leaving {
 			plans[i].res.Waiting = append(plans[i].res.Waiting, held.waiting(p.Name())...)
-			plans[i].res.Waiting = append(plans[i].res.Waiting, guarded.waiting(p.Name())...)
 		}
 	}
 	return plans, want

@@ -189,7 +189,8 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler, onDemand bool) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&profilev1.Profile{}).
 		Watches(&corev1.Namespace{}, kubeflow.EnqueueProfileOfSameName()).
-		Owns(&corev1.ConfigMap{}).
+		// Not Owns: it follows a controller reference by name from any namespace.
+		Watches(&corev1.ConfigMap{}, kubeflow.EnqueueProfileOfOwner(mgr.GetClient())).
 		// kfam marks its bindings only with annotations, which no label or field selector can
 		// select, so every RoleBinding is cached, but as metadata only (no subjects or roleRefs):
 		// the authz plugin lists them as metadata too and so shares this cache.

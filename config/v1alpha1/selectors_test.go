@@ -96,3 +96,26 @@ func TestOverrideSelectorRefusalsNameEachKey(t *testing.T) {
 	assert.Less(t, first, second, "matchLabels are reported in key order")
 	assert.Less(t, second, third, "matchLabels before matchExpressions")
 }
+
+// A negative selector on the admin's own label (NotIn, DoesNotExist) matches every namespace the
+// admin has not labelled, so every Profile registered later (second attack review of Dec 1,
+// finding 3): refused with the operator's field path. In and Exists on the same label validate.
+func TestOverrideSelectorsRefuseNegativeOperators(t *testing.T) {
+	for _, sel := range []string{
+		"{matchExpressions: [{key: example.com/tier, operator: DoesNotExist}]}",
+		"{matchExpressions: [{key: example.com/tier, operator: Exists}, {key: example.com/team, operator: NotIn, values: [ops]}]}",
+	} {
+		_, err := parseOverride(sel)
+		require.Error(t, err, sel)
+		assert.Contains(t, err.Error(), "podSecurity.overrides[0].namespaceSelector.matchExpressions[")
+		assert.Contains(t, err.Error(), "].operator")
+		assert.Contains(t, err.Error(), "every namespace the admin has not labelled")
+	}
+	for _, sel := range []string{
+		"{matchExpressions: [{key: example.com/tier, operator: Exists}]}",
+		"{matchExpressions: [{key: example.com/tier, operator: In, values: [gpu]}]}",
+	} {
+		_, err := parseOverride(sel)
+		assert.NoError(t, err, sel)
+	}
+}

@@ -285,7 +285,8 @@ func (p *PodSecurity) validate(path *field.Path) field.ErrorList {
 // exact name registered before the admin's team does) would hand a looser level to anyone. For the
 // same reason the selector may not name a label that follows the Profile rather than the admin
 // (see [notSelectable]): one the API server or the profiles controller derives from the Profile's
-// name, or one this library itself writes.
+// name, or one this library itself writes. Nor may it be negative (NotIn, DoesNotExist): it would
+// match every namespace the admin did not label, so every Profile registered later.
 func (o PodSecurityOverride) validateMatch(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(o.Profiles) > 0 {
@@ -315,6 +316,11 @@ func (o PodSecurityOverride) validateMatch(path *field.Path) field.ErrorList {
 	for i, e := range o.NamespaceSelector.MatchExpressions {
 		if why, refused := notSelectable(e.Key); refused {
 			errs = append(errs, field.Invalid(sel.Child("matchExpressions").Index(i).Child("key"), e.Key, why))
+		}
+		if e.Operator == metav1.LabelSelectorOpNotIn || e.Operator == metav1.LabelSelectorOpDoesNotExist {
+			errs = append(errs, field.Invalid(sel.Child("matchExpressions").Index(i).Child("operator"), e.Operator,
+				"a negative selector matches every namespace the admin has not labelled, which is every namespace a user "+
+					"registers from now on; use In or Exists on the admin's own label"))
 		}
 	}
 	return errs
