@@ -19,9 +19,9 @@ func TestAppliedBodyIsWhatTheManagersApplyEntryHolds(t *testing.T) {
 			Annotations: map[string]string{"profile-plugins.kubeflow-ambient.io/desired-hash": "abc"},
 			ManagedFields: []metav1.ManagedFieldsEntry{
 				{Manager: "profile-plugins/waypoint", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
-					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:deployment":{}},"f:metadata":{"f:annotations":{"f:profile-plugins.kubeflow-ambient.io/desired-hash":{}},"f:labels":{"f:app.kubernetes.io/managed-by":{}}}}`)}},
+					FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:deployment":{}},"f:metadata":{"f:annotations":{"f:profile-plugins.kubeflow-ambient.io/desired-hash":{}},"f:labels":{"f:app.kubernetes.io/managed-by":{}}}}`)},
 				{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:service":{}},"f:metadata":{"f:labels":{"f:team":{}}}}`)}},
+					FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:service":{}},"f:metadata":{"f:labels":{"f:team":{}}}}`)},
 			},
 		},
 		Data: map[string]string{"deployment": "patch", "service": "theirs"},
