@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -166,10 +167,18 @@ func TestManagerCachesNoPodsConfigMapsOrSecretsClusterWide(t *testing.T) {
 // The example's cache options are the library's: a fork copies plugins.CacheByObject too.
 func TestCacheOptionsSelectTheManagedConfigMaps(t *testing.T) {
 	opts := cacheOptions()
-	require.Len(t, opts.ByObject, 1)
+	require.Len(t, opts.ByObject, 2, "ConfigMaps and EndpointSlices")
 	for obj, by := range opts.ByObject {
-		assert.IsType(t, &corev1.ConfigMap{}, obj)
-		assert.Equal(t, runner.ManagedSelector().String(), by.Label.String())
+		switch obj.(type) {
+		case *corev1.ConfigMap:
+			assert.Equal(t, runner.ManagedSelector().String(), by.Label.String())
+			assert.NotNil(t, by.Transform, "ConfigMaps are cached trimmed")
+		case *discoveryv1.EndpointSlice:
+			assert.Nil(t, by.Label, "every Service's slices count, so none is selected away")
+			assert.NotNil(t, by.Transform, "EndpointSlices are cached trimmed")
+		default:
+			t.Errorf("unexpected cache option for %T", obj)
+		}
 	}
 	assert.Nil(t, opts.DefaultLabelSelector, "other kinds are not selected")
 }
