@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -147,4 +149,34 @@ func failFirstLabelWrite() func(string, any) error {
 		failed = true
 		return apierrors.NewServiceUnavailable("injected")
 	}
+}
+
+// A routing label another writer set stays across the runner's rewrite of its waypoint: server-side
+// apply cannot take another manager's label off, and the waypoint must not go unrepaired for it.
+// The runner says so in the Result, and the ztunnel policy, intact throughout, refuses whatever is
+// sent before istiod programs the new generation (the property test's W-ROUTE leaves the Programmed
+// condition of such a label to its writer).
+func TestAnotherWritersRoutingLabelOnARewrittenWaypointIsReportedAndTheNamespaceStaysClosed(t *testing.T) {
+	m := newMesh(t)
+	m.editNamespace("gitops", func(n *corev1.Namespace) {
+		n.Labels = map[string]string{useWaypoint: m.cfg.Mesh.Waypoint.Name}
+	})
+	m.enrol()
+	ztunnel := m.policy(ztunnelName).Spec.DeepCopy()
+
+	m.cfg.Mesh.Waypoint.Labels = map[string]string{"team": "ml"}
+	m.configure(config.ModeAmbient)
+	res := m.apply()
+	require.NoError(t, res.Err())
+	require.NotEmpty(t, writesOf(m.writes, "Gateway/waypoint"), "the call rewrote the waypoint: %v", m.writes)
+	assert.Equal(t, m.cfg.Mesh.Waypoint.Name, m.labels()[useWaypoint], "gitops's label stays")
+	assert.Contains(t, strings.Join(res.Warnings(), "\n"),
+		"namespace label "+useWaypoint+"="+m.cfg.Mesh.Waypoint.Name+" was set by gitops although Gateway.gateway.networking.k8s.io/waypoint was changed in this call")
+	assert.Equal(t, ztunnel, m.policy(ztunnelName).Spec.DeepCopy(), "the ztunnel policy keeps admitting only the waypoint")
+
+	m.countGeneration()
+	m.program()
+	require.NoError(t, m.apply().Err())
+	enrolled(t, m.labels())
+	m.converged("quiet once istiod programs the new generation")
 }

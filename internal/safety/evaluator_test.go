@@ -425,6 +425,16 @@ func (s snapshot) ownerProblem(owners []string) string {
 // documented) and istiod reports it Programmed for its current generation with an address
 // (istio-ambient.md, "Readiness").
 func (s snapshot) waypointProblem(name string) string {
+	if p := s.waypointProtectionProblem(name); p != "" {
+		return p
+	}
+	return programmedProblem(s.gateways[name])
+}
+
+// waypointProtectionProblem is waypointProblem without the Programmed condition: whether the
+// waypoint is the runner's, unmarked, as specified, and patched by nothing but the runner's own
+// seccomp patch.
+func (s snapshot) waypointProtectionProblem(name string) string {
 	g := s.gateways[name]
 	switch {
 	case g == nil:
@@ -452,6 +462,13 @@ func (s snapshot) waypointProblem(name string) string {
 	if p := s.patchProblem(); patched && p != "" {
 		return p
 	}
+	return ""
+}
+
+// programmedProblem says why istiod has not programmed the Gateway's current generation with an
+// address ("" when it has).
+func programmedProblem(g *gatewayv1.Gateway) string {
+	name := g.Name
 	for _, c := range g.Status.Conditions {
 		if c.Type == "Programmed" {
 			if c.Status != metav1.ConditionTrue || c.ObservedGeneration != g.Generation || len(g.Status.Addresses) == 0 {

@@ -29,6 +29,11 @@ import (
 //	           never labels alone.
 //	           Together with W-ENROL: the runner never sets or keeps a routing or enrolment label
 //	           across a write that takes its protection away, and never sets one before it stands.
+//	           For a routing label only another writer owns (before and after the write), the
+//	           waypoint's Programmed condition is left out: the runner cannot take that label off
+//	           before it rewrites its own waypoint, and the intact ztunnel policy refuses what is
+//	           sent before istiod programs the new generation (the runner warns that the label was
+//	           set by that writer without its protection standing).
 //	W-STALE    no write changes the spec of the existing waypoint Gateway or the data of the
 //	           existing seccomp ConfigMap while a routing label the runner owns stands: istiod has
 //	           not programmed the version written, so the routing labels come off first (in an
@@ -105,6 +110,11 @@ func enrolProblem(s snapshot) string {
 
 // routeProblem says what a routing label lacks; owners are the owners an intact owner policy may name.
 func routeProblem(s snapshot, key string, owners []string) string {
+	return routeGap(s, key, owners, true)
+}
+
+// routeGap is routeProblem, with the waypoint's Programmed condition counted only if programmed.
+func routeGap(s snapshot, key string, owners []string, programmed bool) string {
 	if _, set := s.labels[key]; !set {
 		return ""
 	}
@@ -119,7 +129,11 @@ func routeProblem(s snapshot, key string, owners []string) string {
 	if key == labelIngress || name == "" {
 		name = waypointName
 	}
-	if p := s.waypointProblem(name); p != "" {
+	check := s.waypointProtectionProblem
+	if programmed {
+		check = s.waypointProblem
+	}
+	if p := check(name); p != "" {
 		problems = append(problems, p)
 	}
 	return strings.Join(problems, "; ")
@@ -184,8 +198,14 @@ func (w *world) checkWrite(what string, before, after snapshot) {
 		}
 		// A write may move the owner policy from one valid owner to another, or to no user at all.
 		owners := append(slices.Clone(validOwners), "")
-		if routeProblem(before, key, owners) == "" {
-			if p := routeProblem(after, key, owners); p != "" {
+		// Whether istiod has programmed the waypoint's newest generation is the business of whoever
+		// set the routing label (W-STALE for the runner's own): the runner cannot take another
+		// writer's label off, and its rewrite of its own waypoint must not wait on it. What it owes
+		// a label it does not own is that no write takes the protection away; the ztunnel policy
+		// admits only the waypoint, so traffic sent before istiod catches up is refused, not let in.
+		programmed := before.runnerOwns(key) || after.runnerOwns(key)
+		if routeGap(before, key, owners, programmed) == "" {
+			if p := routeGap(after, key, owners, programmed); p != "" {
 				w.violate("W-ROUTE", "%s%s=%s but: %s", at, key, after.labels[key], p)
 			}
 		}
