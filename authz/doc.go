@@ -77,11 +77,13 @@
 // kfam made (an ALLOW policy without rules, which admits no one) and leaves it for kfam's DELETE
 // for that long before deleting it itself. A policy only the plugin ever wrote goes with its
 // binding. No wait grants access: a contributor is admitted once the policy with the header rule
-// exists and is refused as soon as the plugin sees the binding gone. What is left: the plugin
-// decides from its cache, so a binding kfam has just deleted can still show there while kfam's
-// policy is already gone; the plugin then writes the policy again for that one call (server-side
-// apply creates a missing object even when the body names a resourceVersion) and deletes it in
-// the next. kfam's next POST for the same contributor in between would meet AlreadyExists.
+// exists and is refused as soon as the plugin sees the binding gone. The plugin decides from a
+// cache, which can still show a binding kfam has just deleted while kfam's policy is already gone,
+// or the reverse; the runner therefore never brings such a policy back: before it creates one
+// (a name in Desired.Adopt), it lists the bindings on the API server and decides again, and an
+// update of one names the UID it read, so an update that meets kfam's DELETE is refused instead
+// of creating the policy anew (server-side apply would). kfam's re-add right after a removal
+// then finds the name free.
 //
 // What a fork of kfam changes: stop writing contributor policies when the plugin writes them (or
 // treat AlreadyExists on create and NotFound on delete as success); otherwise build the policy with

@@ -96,6 +96,8 @@ func (p *Plugin) withdrawnContributors(t plugin.Target, wanted map[string]bool, 
 			continue
 		}
 		d.Objects = append(d.Objects, p.policies.withdrawnPolicy(pol, since))
+		// kfam's DELETE is coming: an update of the runner's that meets it must not bring it back.
+		d.Adopt = append(d.Adopt, plugin.Ref{GroupKind: policyGK, Name: pol.Name})
 		d.Waiting = append(d.Waiting, fmt.Sprintf("AuthorizationPolicy %s admits no one since its RoleBinding went; it is left for kfam to delete until %s, then deleted",
 			pol.Name, until.UTC().Format(time.RFC3339)))
 	}

@@ -170,7 +170,10 @@ type Desired struct {
 	Enrolment []string
 	// Adopt names objects the plugin may take over when another writer made them under the
 	// name the plugin wants (for example the contributor policies kfam wrote before). Any other
-	// foreign object with a wanted name is a ConflictError and is left alone.
+	// foreign object with a wanted name is a ConflictError and is left alone. Because another
+	// writer may also create and delete these names, the runner never brings one back that went
+	// since it read it (its update names the UID it read), and before it creates one it reads
+	// the kinds the plugin only reads (metadata lists) from the API server and generates again.
 	Adopt []Ref
 	// CreateRequires gates creation: an object listed here is created only once every object it
 	// names protects (exists, carries its plugin's labels and is intact, after the writes of the

@@ -3,9 +3,11 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -150,12 +152,32 @@ func (r *Runner) writeObject(ctx context.Context, p *planned, ao *applyObject, s
 	}
 	name := p.plugin.Name()
 	ao.restored, ao.rewritten = s.restored, s.rewritten
-	restoreFailed := len(s.foreign) > 0 && !r.restore(ctx, p, ao, s.cur, s.body)
+	// An object another writer may also create or delete under its name (Desired.Adopt) is not
+	// brought back when it went since it was read: kfam's DELETE and next POST of a contributor
+	// policy must both succeed. The plugin's own objects are: they protect.
+	contested := s.cur != nil && slices.Contains(p.desired.Adopt, ao.ref)
+	restoreFailed := false
+	if len(s.foreign) > 0 {
+		switch err := r.restore(ctx, p, s.cur, s.body); {
+		case contested && apierrors.IsNotFound(err):
+			return gone(p, ao)
+		case err != nil:
+			p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: restoring %s: %w", name, ao.ref, err))
+			restoreFailed = true
+		}
+	}
+	body := s.body
+	if contested {
+		body = sameObject(body, s.cur)
+	}
 	wctx, warnings := collectWarnings(ctx)
-	err := r.Client.Apply(wctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: s.body}),
+	err := r.Client.Apply(wctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: body}),
 		client.FieldOwner(plugin.FieldManager(name)), client.ForceOwnership)
 	p.res.Warnings = append(p.res.Warnings, warnings()...)
-	if err != nil {
+	switch {
+	case contested && apierrors.IsConflict(err):
+		return gone(p, ao)
+	case err != nil:
 		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: applying %s: %w", name, ao.ref, err))
 	}
 	if err == nil {
@@ -166,6 +188,34 @@ func (r *Runner) writeObject(ctx context.Context, p *planned, ao *applyObject, s
 		}
 	}
 	return afterWrite(s.cur, name, s.foreign, restoreFailed, ao.restored, err)
+}
+
+// gone records that the object the runner read was deleted or replaced before its write reached
+// the API server, and says so as the reason it does not protect: nothing was written, and the
+// next call, which the deletion's event starts, decides on what stands.
+func gone(p *planned, ao *applyObject) string {
+	p.res.Waiting = append(p.res.Waiting, fmt.Sprintf("%s was deleted or replaced since it was read; the next call decides on what stands", ao.ref))
+	return "was deleted or replaced since it was read"
+}
+
+// sameObject is body for an update of cur: with cur's UID, so that the API server refuses the apply
+// (Conflict) when cur was deleted or replaced since it was read, instead of creating the object
+// anew as server-side apply does for a missing one. An apply racing kfam's DELETE of a contributor
+// policy would otherwise bring it back, and kfam's next POST for that contributor would fail.
+// The UID is no field a manager owns: it changes nothing of the object's managedFields.
+func sameObject(body map[string]any, cur client.Object) map[string]any {
+	if cur == nil || cur.GetUID() == "" {
+		return body
+	}
+	out := maps.Clone(body)
+	md, _ := body["metadata"].(map[string]any)
+	md = maps.Clone(md)
+	if md == nil {
+		md = map[string]any{}
+	}
+	md["uid"] = string(cur.GetUID())
+	out["metadata"] = md
+	return out
 }
 
 // afterWrite says why an object does not protect after the runner wrote it ("" when it does).
@@ -194,16 +244,13 @@ func afterWrite(cur client.Object, pluginName string, foreign map[string][]strin
 // place throughout; deleting and re-creating it (with a UID precondition) would leave the
 // namespace without the policy in between, and with no ALLOW policy ztunnel admits every caller.
 // A stale resourceVersion fails with a conflict and the next reconcile tries again.
-func (r *Runner) restore(ctx context.Context, p *planned, ao *applyObject, cur client.Object, body map[string]any) bool {
+func (r *Runner) restore(ctx context.Context, p *planned, cur client.Object, body map[string]any) error {
 	u, err := ssa.RestoredBody(cur, body)
-	if err == nil {
-		wctx, warnings := collectWarnings(ctx)
-		err = r.Client.Update(wctx, u, client.FieldOwner(plugin.FieldManager(p.plugin.Name())))
-		p.res.Warnings = append(p.res.Warnings, warnings()...)
-	}
 	if err != nil {
-		p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: restoring %s: %w", p.plugin.Name(), ao.ref, err))
-		return false
+		return err
 	}
-	return true
+	wctx, warnings := collectWarnings(ctx)
+	err = r.Client.Update(wctx, u, client.FieldOwner(plugin.FieldManager(p.plugin.Name())))
+	p.res.Warnings = append(p.res.Warnings, warnings()...)
+	return err
 }

@@ -3,10 +3,14 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +34,9 @@ func ManagedSelector() labels.Selector {
 type reads struct {
 	tried      map[plugin.Ref]bool
 	podsListed bool
+	// sourcesRelisted: the kinds plugins only read were listed through the APIReader (see
+	// relistReadOnly).
+	sourcesRelisted bool
 	// claims collects what the objects read claim, as observe's objects (see disown).
 	claims claims
 }
@@ -64,8 +71,98 @@ func (r *Runner) complete(ctx context.Context, read *reads, plans []*planned, t 
 		obs.Objects = withRead(obs.Objects, fresh)
 		added = true
 	}
+	if !read.sourcesRelisted && createsContested(plans, obs) {
+		read.sourcesRelisted = true
+		relisted, changed, err := r.relistReadOnly(ctx, t.Namespace, obs.Objects)
+		if err != nil {
+			return obs, false, err
+		}
+		if changed {
+			obs.Objects, added = disown(t.Profile, relisted, read.claims), true
+		}
+	}
 	return obs, added, nil
 }
+
+// createsContested says whether a plugin that did not fail wants to create an object another
+// writer may create under the same name (one in Desired.Adopt that obs lacks): kfam POSTs a
+// contributor's policy right after its RoleBinding.
+func createsContested(plans []*planned, obs plugin.Observed) bool {
+	for _, p := range plans {
+		if p.failed {
+			continue
+		}
+		for _, ao := range p.objects {
+			if slices.Contains(p.desired.Adopt, ao.ref) && findObserved(obs, ao.gvk, ao.ref.Name) == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// relistReadOnly lists, through the APIReader, every kind a plugin only reads (listed as
+// metadata) in namespace, and returns objs with those kinds' objects replaced by what it found,
+// and whether that differs from objs. A decision to create a contested object rests on them: a
+// cache that still shows a RoleBinding kfam has just deleted would have the access plugin create
+// the policy kfam's next POST for the same contributor then meets as AlreadyExists.
+func (r *Runner) relistReadOnly(ctx context.Context, namespace string, objs []client.Object) ([]client.Object, bool, error) {
+	kinds := map[schema.GroupVersionKind]client.ObjectList{}
+	for _, p := range r.Plugins {
+		for _, l := range p.Kinds() {
+			if _, readOnly := l.(*metav1.PartialObjectMetadataList); !readOnly {
+				continue
+			}
+			gvk, err := gvkFor(r.Client.Scheme(), l)
+			if err != nil {
+				return objs, false, fmt.Errorf("plugin %s: kind %T: %w", p.Name(), l, err)
+			}
+			kinds[gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))] = l
+		}
+	}
+	if len(kinds) == 0 {
+		return objs, false, nil
+	}
+	out := make([]client.Object, 0, len(objs))
+	before := map[string]bool{}
+	for _, o := range objs {
+		if _, relisted := kinds[o.GetObjectKind().GroupVersionKind()]; relisted {
+			before[versionKey(o)] = true
+			continue
+		}
+		out = append(out, o)
+	}
+	after := 0
+	changed := false
+	for _, gvk := range slices.SortedFunc(maps.Keys(kinds), compareGVK) {
+		list := kinds[gvk].DeepCopyObject().(client.ObjectList)
+		if err := r.APIReader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+			if notServed(err, r.Client.RESTMapper(), gvk) {
+				continue
+			}
+			return objs, false, fmt.Errorf("listing %s in %q: %w", gvk.Kind, namespace, err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return objs, false, err
+		}
+		for _, it := range items {
+			obj := it.(client.Object)
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+			out = append(out, obj)
+			after++
+			changed = changed || !before[versionKey(obj)]
+		}
+	}
+	return out, changed || after != len(before), nil
+}
+
+// versionKey names one version of an object: its kind, name, UID and resourceVersion.
+func versionKey(o client.Object) string {
+	return o.GetObjectKind().GroupVersionKind().String() + "/" + o.GetName() + "/" + string(o.GetUID()) + "/" + o.GetResourceVersion()
+}
+
+func compareGVK(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) }
 
 // withRead is objs with each object read in place of the observed one of its reference (dropped
 // when the read found none), and the others read appended, in the order read.
