@@ -159,52 +159,50 @@ func kfamRemove(ctx context.Context, c client.Client, ns, user string) error {
 	return c.Delete(ctx, &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
 }
 
-// The cache still shows the RoleBinding kfam deleted, but already not its policy (two informers,
-// two orders): the access plugin would create the policy again. Before creating an object another
-// writer may create under the same name, the runner lists what the decision came from on the API
-// server, finds the binding gone, and creates nothing; kfam's re-add then succeeds.
-func TestALaggingCachesDeletedRoleBindingCreatesNoPolicyKfamIsAboutToPostOnTheAPIServer(t *testing.T) {
-	env := envtest.Start(t)
-	c := env.Client
+// replayWithGhost sends kfam's removal of the race's contributor, lets the runner reconcile once
+// through a cache that still shows ghost, and checks that the policy kfam deleted stays deleted
+// and that kfam's re-add right after the removal succeeds. It returns the reconcile's Result.
+func replayWithGhost(t *testing.T, c client.Client, r *runner.Runner, p *profilev1.Profile, user string, ghost client.Object) *runner.Result {
+	t.Helper()
 	ctx := context.Background()
-	r, p, user := kfamRace(t, c, "stale-binding")
 	policy := authz.ContributorPolicyName(user, authz.RoleEdit)
-	binding := &metav1.PartialObjectMetadata{}
-	binding.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: p.Name, Name: policy}, binding))
 	require.NoError(t, kfamRemove(ctx, c, p.Name, user))
-
-	r.Reader = laggingReader{Reader: c, ghosts: []client.Object{binding}}
-	res := r.Apply(ctx, p)
-	require.NoError(t, res.Err())
-	assert.Empty(t, res.Plugins[pluginIndex(t, res, authz.PluginName)].Created, "created from a ghost binding")
-	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: p.Name, Name: policy}, &istiosecurityv1.AuthorizationPolicy{})),
-		"the policy kfam deleted stays deleted")
-	require.NoError(t, kfamAdd(ctx, c, p.Name, user), "kfam's re-add right after the removal")
-}
-
-// The cache still shows the policy kfam is deleting, but already not its RoleBinding: the access
-// plugin empties the policy (its binding went), and that apply reaches the API server after kfam's
-// DELETE. Server-side apply creates a missing object; with the UID of the version read in the
-// body the API server refuses instead, and the policy stays deleted.
-func TestAnUpdateFromALaggingCacheDoesNotBringBackAPolicyKfamDeletedOnTheAPIServer(t *testing.T) {
-	env := envtest.Start(t)
-	c := env.Client
-	ctx := context.Background()
-	r, p, user := kfamRace(t, c, "stale-policy")
-	policy := authz.ContributorPolicyName(user, authz.RoleEdit)
-	ghost := &istiosecurityv1.AuthorizationPolicy{}
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: p.Name, Name: policy}, ghost))
-	ghost.SetGroupVersionKind(istiosecurityv1.SchemeGroupVersion.WithKind("AuthorizationPolicy"))
-	require.NoError(t, kfamRemove(ctx, c, p.Name, user))
-
 	r.Reader = laggingReader{Reader: c, ghosts: []client.Object{ghost}}
 	res := r.Apply(ctx, p)
 	require.NoError(t, res.Err())
 	assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: p.Name, Name: policy}, &istiosecurityv1.AuthorizationPolicy{})),
 		"the policy kfam deleted stays deleted: %s", res)
 	require.NoError(t, kfamAdd(ctx, c, p.Name, user), "kfam's re-add right after the removal")
+	return res
+}
 
+// The cache still shows the RoleBinding kfam deleted, but already not its policy (two informers,
+// two orders): the access plugin would create the policy again. Before creating an object another
+// writer may create under the same name, the runner lists what the decision came from on the API
+// server, finds the binding gone, and creates nothing.
+func TestALaggingCachesDeletedRoleBindingCreatesNoPolicyKfamIsAboutToPostOnTheAPIServer(t *testing.T) {
+	c := envtest.Start(t).Client
+	r, p, user := kfamRace(t, c, "stale-binding")
+	binding := &metav1.PartialObjectMetadata{}
+	binding.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: p.Name, Name: authz.ContributorPolicyName(user, authz.RoleEdit)}, binding))
+
+	res := replayWithGhost(t, c, r, p, user, binding)
+	assert.Empty(t, res.Plugins[pluginIndex(t, res, authz.PluginName)].Created, "created from a ghost binding")
+}
+
+// The cache still shows the policy kfam is deleting, but already not its RoleBinding: the access
+// plugin empties the policy (its binding went), and that write reaches the API server after kfam's
+// DELETE. Server-side apply creates a missing object; with the UID of the version read in the
+// body the API server refuses instead, and the policy stays deleted.
+func TestAnUpdateFromALaggingCacheDoesNotBringBackAPolicyKfamDeletedOnTheAPIServer(t *testing.T) {
+	c := envtest.Start(t).Client
+	r, p, user := kfamRace(t, c, "stale-policy")
+	ghost := &istiosecurityv1.AuthorizationPolicy{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: p.Name, Name: authz.ContributorPolicyName(user, authz.RoleEdit)}, ghost))
+	ghost.SetGroupVersionKind(istiosecurityv1.SchemeGroupVersion.WithKind("AuthorizationPolicy"))
+
+	replayWithGhost(t, c, r, p, user, ghost)
 	r.Reader = c
 	converged(t, r, p)
 }
