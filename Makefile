@@ -83,8 +83,9 @@ unit:
 
 ## test-stock: the plugins beside the unmodified stock profiles controller and kfam, both built from
 ## the kubeflow/dashboard checkout DASHBOARD names (module proxy needed; docs/stock.md records the
-## commit tested). PLUGIN_CONFIG and STOCK_NAMESPACE_LABELS override the PluginConfig and the stock
-## controller's namespace-labels file. Not part of `make test`: without DASHBOARD it fails here, and
+## commit tested). The reference controller runs as the no-fork overlay's ServiceAccount with the
+## overlay's PluginConfig and the stock controller reads the overlay's namespace-labels file;
+## PLUGIN_CONFIG and STOCK_NAMESPACE_LABELS override those files. Not part of `make test`: without DASHBOARD it fails here, and
 ## `go test` skips the test with a NOT RUN message.
 DASHBOARD ?=
 test-stock: $(NEEDS_ENVTEST)

@@ -47,7 +47,6 @@ const (
 	stockDir      = "cmd/profile-plugins-controller/testdata/deploy/stock"
 	forkDir       = "cmd/profile-plugins-controller/testdata/deploy/fork"
 	mirrorDir     = "cmd/profile-plugins-controller/testdata/deploy/mirror"
-	besideSA      = "system:serviceaccount:kubeflow:profile-plugins"
 	stockPolicy   = "ns-owner-access-istio"
 	stockLabelsCM = "profile-plugins-stock-namespace-labels"
 )
@@ -327,6 +326,20 @@ func TestDeployBuildsAreAcceptedByTheAPIServer(t *testing.T) {
 	}
 }
 
+// overlayServiceAccount is the user the build's controller Deployment runs as, its
+// ServiceAccount's, and that ServiceAccount's namespace (where its leader-election lease lives),
+// both read from the build, so that a test runs the controller as exactly what the overlay
+// installs.
+func overlayServiceAccount(t *testing.T, objs []*unstructured.Unstructured) (user, namespace string) {
+	t.Helper()
+	d := into[appsv1.Deployment](t, find(t, objs, "Deployment", "profile-plugins-controller"))
+	name := d.Spec.Template.Spec.ServiceAccountName
+	require.NotEmpty(t, name, "the Deployment names its ServiceAccount")
+	sa := find(t, objs, "ServiceAccount", name)
+	require.Equal(t, d.Namespace, sa.GetNamespace(), "the ServiceAccount %s is in the Deployment's namespace", name)
+	return "system:serviceaccount:" + sa.GetNamespace() + ":" + sa.GetName(), sa.GetNamespace()
+}
+
 // asServiceAccount is a rest config that acts as the ServiceAccount sa, with the groups the API
 // server gives a ServiceAccount token, and counts its writes.
 func asServiceAccount(env *envtest.Env, sa string, counter *writeCounter) *rest.Config {
@@ -386,13 +399,14 @@ func TestBesideKubeflowControllerConvergesAsItsServiceAccount(t *testing.T) {
 	applyBuild(t, admin, objs, true)
 	cfg := pluginConfig(t, objs)
 	counter := &writeCounter{}
-	as := asServiceAccount(env, besideSA, counter)
+	sa, saNamespace := overlayServiceAccount(t, objs)
+	as := asServiceAccount(env, sa, counter)
 	limited, err := client.New(as, client.Options{Scheme: envtest.NewScheme()})
 	require.NoError(t, err)
 	require.True(t, apierrors.IsForbidden(limited.List(context.Background(), &corev1.SecretList{})), "RBAC binds the ServiceAccount to the overlay's roles only")
 
 	ctx := startManager(t, as, ctrl.Options{HealthProbeBindAddress: "0", LeaderElection: true,
-		LeaderElectionID: "profile-plugins-beside-test", LeaderElectionNamespace: "kubeflow"}, cfg, nil)
+		LeaderElectionID: "profile-plugins-beside-test", LeaderElectionNamespace: saNamespace}, cfg, nil)
 	h := &harness{t: t, env: env}
 	const ns, owner = "beside-frank", "frank@example.com"
 	createProfile(t, admin, ns, owner)
@@ -525,9 +539,10 @@ func TestUninstallInOrderNeverFailsOpen(t *testing.T) {
 	objs := kustomize(t, besideDir)
 	applyBuild(t, admin, objs, true)
 	cfg := pluginConfig(t, objs)
-	as := asServiceAccount(env, besideSA, &writeCounter{})
+	sa, saNamespace := overlayServiceAccount(t, objs)
+	as := asServiceAccount(env, sa, &writeCounter{})
 	opts := ctrl.Options{HealthProbeBindAddress: "0", LeaderElection: true, LeaderElectionReleaseOnCancel: true,
-		LeaderElectionID: "profile-plugins-uninstall-test", LeaderElectionNamespace: "kubeflow"}
+		LeaderElectionID: "profile-plugins-uninstall-test", LeaderElectionNamespace: saNamespace}
 	h := &harness{t: t, env: env}
 	const ns, owner = "uninstall-gina", "gina@example.com"
 

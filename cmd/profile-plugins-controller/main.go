@@ -54,13 +54,16 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
+// defaultLeaderElectionID is the lease the Deployment's pods share (-leader-election-id).
+const defaultLeaderElectionID = "profile-plugins.kubeflow-ambient.io"
+
 func main() {
 	var (
 		configPath  = flag.String("config", "", "PluginConfig file (default: the documented defaults)")
 		metricsAddr = flag.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 turns it off")
 		probeAddr   = flag.String("health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 		leaderElect = flag.Bool("leader-elect", false, "elect a leader, so several replicas can run")
-		leaderID    = flag.String("leader-election-id", "profile-plugins.kubeflow-ambient.io", "name of the leader election lease")
+		leaderID    = flag.String("leader-election-id", defaultLeaderElectionID, "name of the leader election lease")
 		showVersion = flag.Bool("version", false, "print the version and exit")
 		zapOpts     = zap.Options{}
 	)

@@ -33,6 +33,7 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/authz"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 )
 
@@ -40,11 +41,12 @@ import (
 const (
 	// dashboardVar names a checkout of kubeflow/dashboard; without it the test is skipped.
 	dashboardVar = "DASHBOARD"
-	// pluginConfigVar names the PluginConfig to run the reference controller with (default
-	// testdata/beside-kubeflow.yaml).
+	// pluginConfigVar names the PluginConfig to run the reference controller with (default: the
+	// no-fork overlay's, deploy/overlays/beside-kubeflow/plugin-config.yaml, as its build hands it
+	// to the controller).
 	pluginConfigVar = "PLUGIN_CONFIG"
-	// namespaceLabelsVar names the stock controller's namespace-labels file (default: the
-	// checkout's own, components/profile-controller/manifests/kustomize/base/manager/namespace-labels.yaml).
+	// namespaceLabelsVar names the stock controller's namespace-labels file (default: the one the
+	// no-fork overlay makes the stock controller read, deploy/overlays/beside-kubeflow/namespace-labels.yaml).
 	namespaceLabelsVar = "STOCK_NAMESPACE_LABELS"
 )
 
@@ -306,15 +308,19 @@ func TestBesideTheStockProfilesController(t *testing.T) {
 	if rev, err := exec.Command("git", "-C", checkout, "rev-parse", "HEAD").Output(); err == nil {
 		t.Logf("kubeflow/dashboard at %s", strings.TrimSpace(string(rev)))
 	}
-	cfgPath := os.Getenv(pluginConfigVar)
-	if cfgPath == "" {
-		cfgPath = filepath.Join("testdata", "beside-kubeflow.yaml")
+	// What an admin installs: the no-fork overlay's build, its PluginConfig and the stock label
+	// file it ships, unless the environment names others.
+	objs := kustomize(t, besideDir)
+	cfg, cfgPath := pluginConfig(t, objs), filepath.Join(besideDir, "plugin-config.yaml")
+	if p := os.Getenv(pluginConfigVar); p != "" {
+		var err error
+		cfg, err = config.Load(p)
+		require.NoError(t, err, "the PluginConfig %s", p)
+		cfgPath = p
 	}
-	cfg, err := config.Load(cfgPath)
-	require.NoError(t, err, "the PluginConfig %s", cfgPath)
 	stock := &stockSide{labels: os.Getenv(namespaceLabelsVar)}
 	if stock.labels == "" {
-		stock.labels = filepath.Join(checkout, "components/profile-controller/manifests/kustomize/base/manager/namespace-labels.yaml")
+		stock.labels = filepath.Join(golden.ModuleRoot(t), besideDir, "namespace-labels.yaml")
 	}
 	t.Logf("PluginConfig %s, stock namespace labels %s", cfgPath, stock.labels)
 	stock.manager = buildComponent(t, checkout, "profile-controller")
@@ -323,16 +329,30 @@ func TestBesideTheStockProfilesController(t *testing.T) {
 	// A server of the test's own with the checkout's Profile CRD, which serves v1beta1 too: kfam
 	// reads Profiles in v1beta1.
 	env := envtest.StartFresh(t, 0)
-	_, err = crenvtest.InstallCRDs(env.Base, crenvtest.CRDInstallOptions{ErrorIfPathMissing: true,
+	_, err := crenvtest.InstallCRDs(env.Base, crenvtest.CRDInstallOptions{ErrorIfPathMissing: true,
 		Paths: []string{filepath.Join(checkout, "components/profile-controller/manifests/kustomize/base/crd/kubeflow.org_profiles.yaml")}})
 	require.NoError(t, err)
 	stock.kubeconfig = env.Kubeconfig(t)
 	c := env.Client
 	h := &harness{t: t, env: env}
 
+	// The reference controller as the overlay runs it: as its ServiceAccount, bound only to the
+	// RBAC the overlay grants (applied here, with the rest of the build but the Deployment), with
+	// leader election in its namespace. The stock side runs as the API server's admin: its
+	// manifests bind it to cluster-admin (profiles-cluster-rolebinding).
+	applyBuild(t, c, objs, true)
+	sa, saNamespace := overlayServiceAccount(t, objs)
+	t.Logf("the reference controller runs as %s", sa)
+	as := asServiceAccount(env, sa, &writeCounter{})
+	limited, err := client.New(as, client.Options{Scheme: envtest.NewScheme()})
+	require.NoError(t, err)
+	require.True(t, apierrors.IsForbidden(limited.List(context.Background(), &corev1.SecretList{})), "%s has only the overlay's RBAC", sa)
+	ours := ctrl.Options{LeaderElection: true, LeaderElectionID: defaultLeaderElectionID,
+		LeaderElectionNamespace: saNamespace, LeaderElectionReleaseOnCancel: true}
+
 	stock.startController(t)
 	stock.startKfam(t)
-	_, stopOurs := runManager(t, env.Config, ctrl.Options{}, cfg, nil)
+	_, stopOurs := runManager(t, as, ours, cfg, nil)
 	defer func() { stopOurs() }()
 
 	// Create.
@@ -379,7 +399,7 @@ func TestBesideTheStockProfilesController(t *testing.T) {
 	stock.startController(t)
 	assert.Equal(t, before, settled(t, c, ns, "after the stock controller restarted"), "the stock controller's restart rewrote something")
 	stopOurs()
-	_, stopOurs = runManager(t, env.Config, ctrl.Options{}, cfg, nil)
+	_, stopOurs = runManager(t, as, ours, cfg, nil)
 	assert.Equal(t, before, settled(t, c, ns, "after the reference controller restarted"), "the reference controller's restart rewrote something")
 
 	// Delete: both finalizers complete.
