@@ -165,7 +165,7 @@ func TestTrimRoleBindingMetadataKeepsOnlyWhatTheAccessPluginReads(t *testing.T) 
 			{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: "alice", UID: "1111-2222", Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)},
 		},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kfam", Operation: metav1.ManagedFieldsOperationUpdate,
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:padding":"` + long + `"}}}`)}}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{"f:padding":"` + long + `"}}}`)}},
 	}}
 	in.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
 	out, err := runner.TrimRoleBindingMetadata(in.DeepCopy())
