@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -170,4 +171,74 @@ func foldConflict(name string, same []Contributor) error {
 	sort.Strings(users)
 	return fmt.Errorf("RoleBinding %s: contributor.user: users %s all get kfam's name %q (kfam lower-cases ids and turns every other character into '-'); one policy can match only one of them, so none is granted until all but one are removed",
 		name, strings.Join(users, " and "), name)
+}
+
+// maxRoleKept bounds the role KeptContributorAnnotations keeps: a longer value is cut to this
+// length, which no kfam role ("edit", "view", "admin") has, so it is still no contributor's role.
+const maxRoleKept = 16
+
+// userCutMarker ends a user KeptContributorAnnotations cut: a comma, which no valid identity
+// contains (config.ValidateIdentity), so a cut value is never taken for anyone's id.
+const userCutMarker = ", cut by the cache"
+
+// KeptContributorAnnotations is what a cache must keep of the annotations of the RoleBinding
+// named name for [ContributorsFrom] and [ContributorPolicies] to decide on it as on the whole
+// binding: [UserAnnotation] and [RoleAnnotation] (nil when it has neither), each bounded, and
+// nothing else. A role longer than 16 bytes is cut to 16: it is no kfam role before or after. A
+// user longer than config.MaxIdentityLength is refused as too long whatever it holds, so:
+//
+//   - when name is kfam's name for it, the binding is a contributor whose policy is refused with
+//     "RoleBinding <name>: no contributor policy: contributor.user: Too long: ...", an error that
+//     quotes no value. The user is kept as the characters kfam's name is made of (lower-case
+//     ASCII letters, digits, a dash for every other run), padded with dashes past the limit:
+//     kfam's name for it is the same, so is the error, and it is no longer than name and 257
+//     bytes.
+//   - otherwise the binding is ignored with a warning that quotes the user; the user is cut to its
+//     first bytes (whole UTF-8 characters) and ends in ", cut by the cache", so the warning says
+//     it was cut, and the cut value is never one whose kfam name is name.
+//
+// Applied again to its result, with the same name, it changes nothing.
+func KeptContributorAnnotations(name string, annotations map[string]string) map[string]string {
+	user, hasUser := annotations[UserAnnotation]
+	role, hasRole := annotations[RoleAnnotation]
+	if !hasUser && !hasRole {
+		return nil
+	}
+	kept := make(map[string]string, 2)
+	if len(role) > maxRoleKept {
+		role = role[:maxRoleKept]
+	}
+	if hasRole {
+		kept[RoleAnnotation] = role
+	}
+	if hasUser {
+		kept[UserAnnotation] = keptUser(name, user, role)
+	}
+	return kept
+}
+
+// keptUser is what KeptContributorAnnotations keeps of the user of the binding name with role
+// role (already cut as it keeps it).
+func keptUser(name, user, role string) string {
+	if len(user) <= config.MaxIdentityLength {
+		return user
+	}
+	if name == ContributorPolicyName(user, role) {
+		// The user's other runs of characters became the name's dashes, and more dashes next to
+		// them change nothing in it.
+		kfams := strings.ToLower(notAlphanumeric.ReplaceAllString(user, "-"))
+		if pad := config.MaxIdentityLength + 1 - len(kfams); pad > 0 {
+			kfams += strings.Repeat("-", pad)
+		}
+		return kfams
+	}
+	prefix := user[:config.MaxIdentityLength-len(userCutMarker)-1]
+	for len(prefix) > 0 && !utf8.ValidString(prefix) {
+		prefix = prefix[:len(prefix)-1] // a character cut in two would be quoted as bytes
+	}
+	cut := prefix + userCutMarker
+	if name == ContributorPolicyName(cut, role) {
+		cut += "x" // a name made for the cut value must not make the binding kfam's
+	}
+	return cut
 }

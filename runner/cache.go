@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/kubeflow-ambient/profile-plugins/authz"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
@@ -33,17 +35,86 @@ import (
 //
 // AuthorizationPolicies and RoleBindings are not selected: the access plugin reads other writers'
 // (allow-all policies it warns about, kfam's contributor policies and bindings, which kfam marks
-// with annotations only). Gateways could be selected as well, but a ByObject entry makes the
+// with annotations only). Every RoleBinding of the cluster is cached, but as metadata only (the
+// plugin lists them as authz.RoleBindingMetadataList, a controller watches them with
+// builder.OnlyMetadata) and of that only what [TrimRoleBindingMetadata] keeps, so that a Profile
+// owner, who may create RoleBindings, cannot fill the controller's memory with annotations and
+// managedFields. Gateways could be selected as well, but a ByObject entry makes the
 // manager fail to start where the Gateway API CRDs are not installed, and a namespace holds few.
 //
 // A ByObject entry applies to every cached read of that type in the manager: a controller that
 // reads other ConfigMaps, or their data, through its cached client must read them with its
-// APIReader instead.
+// APIReader instead. controller-runtime keys ByObject by group, version and kind, so the
+// RoleBinding entry (keyed by a metav1.PartialObjectMetadata of that kind) is also the one of
+// typed and unstructured RoleBindings: its transform trims only the metadata-only objects and
+// passes typed ones unchanged, so a fork that reads and updates its own bindings through the
+// cache still sees them whole. Add no second RoleBinding entry (&rbacv1.RoleBinding{} is the
+// same key): only one of them would count.
 func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}:          {Label: ManagedSelector(), Transform: TrimConfigMap},
 		&discoveryv1.EndpointSlice{}: {Transform: TrimEndpointSlice},
+		roleBindingMetadata():        {Transform: TrimRoleBindingMetadata},
 	}
+}
+
+// roleBindingGVK is the kind of the RoleBindings the access plugin reads as metadata.
+var roleBindingGVK = rbacv1.SchemeGroupVersion.WithKind("RoleBinding")
+
+// roleBindingMetadata is the ByObject key of the metadata-only RoleBinding informer.
+func roleBindingMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(roleBindingGVK)
+	return m
+}
+
+// TrimRoleBindingMetadata is the cache transform of [CacheByObject] for the metadata-only
+// RoleBindings (a metav1.PartialObjectMetadata of kind RoleBinding) the access plugin and the
+// controller's watch read: it keeps of each its name, namespace, UID, resourceVersion, creation
+// and deletion times, kfam's annotations as [authz.KeptContributorAnnotations] keeps them (a user
+// or role longer than any valid one is cut so that the plugin decides, and reports, as on the
+// whole binding), the labels [plugin.ManagedByLabel] and [plugin.PluginLabel] and its controller
+// owner reference (each string cut to 253 bytes), which is what the runner tells another writer's
+// claim by. managedFields, finalizers, every other label and annotation go, so that a Profile owner
+// (kubeflow-admin may create RoleBindings) cannot fill the controller's memory with them. Anything
+// else passes unchanged, typed RoleBindings too. Applied again to its result, it changes nothing.
+func TrimRoleBindingMetadata(obj any) (any, error) {
+	rb, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok || rb.GroupVersionKind().GroupKind() != roleBindingGVK.GroupKind() {
+		return obj, nil
+	}
+	md := &rb.ObjectMeta
+	return &metav1.PartialObjectMetadata{TypeMeta: rb.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: md.Name, Namespace: md.Namespace, UID: md.UID, ResourceVersion: md.ResourceVersion,
+		CreationTimestamp: md.CreationTimestamp, DeletionTimestamp: md.DeletionTimestamp,
+		Labels: managedLabels(md.Labels), Annotations: authz.KeptContributorAnnotations(md.Name, md.Annotations),
+		OwnerReferences: controllerRef(rb),
+	}}, nil
+}
+
+// managedLabels is the plugins' two labels of labels, or nil when it has neither.
+func managedLabels(labels map[string]string) map[string]string {
+	var kept map[string]string
+	for _, k := range []string{plugin.ManagedByLabel, plugin.PluginLabel} {
+		if v, ok := labels[k]; ok {
+			if kept == nil {
+				kept = make(map[string]string, 2)
+			}
+			kept[k] = v
+		}
+	}
+	return kept
+}
+
+// controllerRef is obj's controller owner reference with each string cut to maxKept bytes, or nil.
+func controllerRef(obj metav1.Object) []metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil {
+		return nil
+	}
+	controller := true
+	return []metav1.OwnerReference{{APIVersion: cut(ref.APIVersion), Kind: cut(ref.Kind), Name: cut(ref.Name),
+		UID: types.UID(cut(string(ref.UID))), Controller: &controller}}
 }
 
 // TrimEndpointSlice is the cache transform of [CacheByObject] for EndpointSlices, which the
@@ -95,19 +166,7 @@ func TrimConfigMap(obj any) (any, error) {
 		Name: md.Name, Namespace: md.Namespace, UID: md.UID, ResourceVersion: md.ResourceVersion, Generation: md.Generation,
 		CreationTimestamp: md.CreationTimestamp, DeletionTimestamp: md.DeletionTimestamp,
 	}}
-	for _, k := range []string{plugin.ManagedByLabel, plugin.PluginLabel} {
-		if v, ok := md.Labels[k]; ok {
-			if kept.Labels == nil {
-				kept.Labels = make(map[string]string, 2)
-			}
-			kept.Labels[k] = v
-		}
-	}
-	if ref := metav1.GetControllerOfNoCopy(cm); ref != nil {
-		controller := true
-		kept.OwnerReferences = []metav1.OwnerReference{{APIVersion: cut(ref.APIVersion), Kind: cut(ref.Kind), Name: cut(ref.Name),
-			UID: types.UID(cut(string(ref.UID))), Controller: &controller}}
-	}
+	kept.Labels, kept.OwnerReferences = managedLabels(md.Labels), controllerRef(cm)
 	return kept, nil
 }
 

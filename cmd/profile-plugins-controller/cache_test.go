@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -167,7 +168,7 @@ func TestManagerCachesNoPodsConfigMapsOrSecretsClusterWide(t *testing.T) {
 // The example's cache options are the library's: a fork copies plugins.CacheByObject too.
 func TestCacheOptionsSelectTheManagedConfigMaps(t *testing.T) {
 	opts := cacheOptions()
-	require.Len(t, opts.ByObject, 2, "ConfigMaps and EndpointSlices")
+	require.Len(t, opts.ByObject, 3, "ConfigMaps, EndpointSlices and RoleBinding metadata")
 	for obj, by := range opts.ByObject {
 		switch obj.(type) {
 		case *corev1.ConfigMap:
@@ -176,6 +177,11 @@ func TestCacheOptionsSelectTheManagedConfigMaps(t *testing.T) {
 		case *discoveryv1.EndpointSlice:
 			assert.Nil(t, by.Label, "every Service's slices count, so none is selected away")
 			assert.NotNil(t, by.Transform, "EndpointSlices are cached trimmed")
+		case *metav1.PartialObjectMetadata:
+			// The key of the watch's and the plugin's metadata-only informer.
+			assert.Equal(t, rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), obj.GetObjectKind().GroupVersionKind())
+			assert.Nil(t, by.Label, "kfam marks its bindings with annotations only, so none is selected away")
+			assert.NotNil(t, by.Transform, "RoleBindings are cached trimmed")
 		default:
 			t.Errorf("unexpected cache option for %T", obj)
 		}

@@ -162,7 +162,8 @@ func newReconciler(c client.Client, cfg *config.Config, opts ...runner.Option) (
 
 // cacheOptions keeps the manager's cache to what the plugins own or must see: ConfigMaps only when
 // the plugins made them, no Pods or Secrets at all (see plugins.CacheOptions). RoleBindings are
-// cached as metadata (setup's watch and the authz plugin's list share that informer).
+// cached as metadata (setup's watch and the authz plugin's list share that informer), trimmed to
+// what both read (runner.TrimRoleBindingMetadata).
 func cacheOptions() cache.Options {
 	return plugins.CacheOptions()
 }
@@ -195,8 +196,11 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler, onDemand bool) error {
 		// Not Owns: it follows a controller reference by name from any namespace.
 		Watches(&corev1.ConfigMap{}, kubeflow.EnqueueProfileOfOwner(mgr.GetClient())).
 		// kfam marks its bindings only with annotations, which no label or field selector can
-		// select, so every RoleBinding is cached, but as metadata only (no subjects or roleRefs):
-		// the authz plugin lists them as metadata too and so shares this cache.
+		// select, so every RoleBinding is cached, but as metadata only (no subjects or roleRefs),
+		// and of that only names, times, kfam's two annotations (bounded) and the plugins' labels
+		// (cacheOptions' transform), so a tenant's bindings cannot fill the controller's memory:
+		// the authz plugin lists them as metadata too and so shares this cache. The predicate
+		// reads kfam's annotations, which the transform keeps.
 		Watches(&rbacv1.RoleBinding{}, kubeflow.EnqueueProfileOfNamespace(),
 			builder.OnlyMetadata, builder.WithPredicates(contributorAnnotated))
 	later := &laterWatches{mgr: mgr, interval: laterWatchInterval}

@@ -11,75 +11,21 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
-	"github.com/kubeflow-ambient/profile-plugins/authz"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
-
-// Finding 1 (medium, denial of service of the shared controller). Finding B of the Dec 1 review
-// trimmed ConfigMaps in the cache, but RoleBindings are cached cluster-wide, as metadata
-// (cmd/profile-plugins-controller setup: Watches(&rbacv1.RoleBinding{}, ..., builder.OnlyMetadata);
-// the authz plugin lists authz.RoleBindingMetadataList from the same cache) and untrimmed:
-// metadata is where the bytes can be, annotations of up to 256 KB and managedFields. A Profile
-// owner holds kubeflow-admin, which grants create on rolebindings in their namespace, so they can
-// bind their own role as often as they like: every annotation byte lands in the controller's
-// memory and stays until the binding is deleted. (The watch's predicate filters events, not what
-// the informer stores.) The test reads the same metadata cache the controller shares and measures
-// the cached objects, as the ConfigMap test does: it FAILS while a tenant's RoleBinding costs the
-// cache more than 2 KB.
-func TestATenantsRoleBindingsCostTheCacheAlmostNothingOnTheAPIServer(t *testing.T) {
-	env := envtest.Start(t)
-	ctx := context.Background()
-	const ns, user, count, size = "attack-rolebindings", "mallory@example.com", 24, 200 << 10
-	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	tenant := asTenant(t, env, ns, user)
-	blob := strings.Repeat("x", size)
-	stored := 0
-	for i := range count {
-		rb := &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("padding-%03d", i), Namespace: ns,
-				Annotations: map[string]string{"padding": blob}},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "attack-kubeflow-admin-rbac"},
-			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-		}
-		require.NoError(t, tenant.Create(ctx, rb), "kubeflow-admin may create RoleBindings in its namespace")
-		data, err := json.Marshal(rb)
-		require.NoError(t, err)
-		stored += len(data)
-	}
-
-	mgr := startManager(t, env.Base)
-	cached := authz.RoleBindingMetadataList()
-	require.Eventually(t, func() bool {
-		return mgr.GetCache().List(ctx, cached, client.InNamespace(ns)) == nil && len(cached.Items) == count+1
-	}, 60*time.Second, 200*time.Millisecond, "the metadata cache holds every RoleBinding")
-	total, largest := 0, 0
-	for _, rb := range cached.Items {
-		data, err := json.Marshal(&rb)
-		require.NoError(t, err)
-		total += len(data)
-		largest = max(largest, len(data))
-	}
-	t.Logf("%d RoleBindings: %d bytes stored by the tenant, %d bytes in the controller's metadata cache", count, stored, total)
-	assert.Less(t, largest, 2<<10, "the largest cached RoleBinding of the tenant's holds this many bytes")
-}
 
 // Finding 2 (medium with preflight hold; a tenant keeps a privilege the admin took away). The
 // admin grants a team namespace privileged through an override on their own label (the documented
@@ -205,20 +151,6 @@ func TestAMetadataOnlyRestoreOfTheWaypointDoesNotRouteBeforeIstiodRendersItOnThe
 	require.NoError(t, res.Err())
 	assert.NotContains(t, namespaceLabels(t, c, p.Name), "istio.io/use-waypoint",
 		"routed again at once, on the status istiod wrote before the edit, while the waypoint may still run the editor's image")
-}
-
-// tenantAdminRules are the rules kubeflow/manifests common/kubeflow-roles/base/cluster-roles.yaml
-// gives a Profile owner (kubeflow-admin aggregates kubeflow-kubernetes-admin) for RBAC objects in
-// their namespace: every verb on rolebindings and roles.
-var tenantAdminRules = []rbacv1.PolicyRule{{
-	APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings", "roles"},
-	Verbs: []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
-}}
-
-// asTenant binds user to a stand-in of kubeflow-admin's RBAC rules in ns.
-func asTenant(t *testing.T, env *envtest.Env, ns, user string) client.Client {
-	t.Helper()
-	return bound(t, env, userBinding(ns, "namespaceAdmin", user, nil), "attack-kubeflow-admin-rbac", tenantAdminRules)
 }
 
 // psRunner is a runner in mode "none" (no mesh objects: the tests look at Pod Security alone) with
