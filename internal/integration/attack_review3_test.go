@@ -7,6 +7,7 @@ package integration
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
@@ -25,6 +31,7 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 )
 
 // Finding R3-1 (medium: the guard's namespace-labels promise is bypassed; no traffic is let in by
@@ -103,5 +110,66 @@ func TestALabelCoOwnedPastTheGuardDoesNotOutliveTheObjectsItRequiresOnTheAPIServ
 	if labels["istio.io/use-waypoint"] != "" {
 		assert.True(t, exists(t, root, &gatewayv1.Gateway{}, p.Name, "waypoint"),
 			"istio.io/use-waypoint=%s stands (co-owned by the pinner) and the waypoint was pruned", labels["istio.io/use-waypoint"])
+	}
+}
+
+// Finding R3-2 (low: an orphan namespace, no access granted). deploy/rbac/role.yaml says the
+// profile-plugins role has no namespaces create so that "an apply racing its deletion must not
+// recreate it", but the reference controller's own role in the same file grants namespaces create
+// to the same ServiceAccount (for the namespaces it makes), and the label phase's server-side apply
+// names no UID (runner/labelwrite.go writeLabels: corev1ac.Namespace(ns.Name)). A namespace
+// deleted between the runner's read and its label write is created anew by that apply, with the
+// enrolment and Pod Security labels and without the profiles controller's owner annotation (so
+// outside the guard). The test deletes (and finalizes) the namespace just before the label write,
+// as the overlay's ServiceAccount with only deploy/rbac's roles, and FAILS while the namespace
+// comes back.
+func TestALabelWriteRacingTheNamespacesDeletionDoesNotRecreateItOnTheAPIServer(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	root := env.Client
+	ctx := context.Background()
+	for _, u := range readObjects(t, filepath.Join(golden.ModuleRoot(t), "deploy", "rbac", "role.yaml")) {
+		if u.GetKind() != "ClusterRole" {
+			continue
+		}
+		require.NoError(t, root.Create(ctx, u))
+		require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: u.GetName()},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: u.GetName()},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "profile-plugins", Namespace: "kubeflow"}}}))
+	}
+	cs, err := kubernetes.NewForConfig(env.Base)
+	require.NoError(t, err)
+	p := profileIn(t, root, "racing")
+	raced := false
+	saCfg := rest.CopyConfig(env.Base)
+	saCfg.Impersonate = rest.ImpersonationConfig{UserName: controllerUser,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kubeflow", "system:authenticated"}}
+	sa, err := client.NewWithWatch(saCfg, client.Options{Scheme: envtest.NewScheme()})
+	require.NoError(t, err)
+	c := interceptor.NewClient(sa, interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if _, isNamespace := obj.(*corev1ac.NamespaceApplyConfiguration); isNamespace && !raced {
+				raced = true
+				require.NoError(t, cs.CoreV1().Namespaces().Delete(ctx, p.Name, metav1.DeleteOptions{}))
+				n, err := cs.CoreV1().Namespaces().Get(ctx, p.Name, metav1.GetOptions{})
+				require.NoError(t, err)
+				n.Spec.Finalizers = nil
+				_, err = cs.CoreV1().Namespaces().Finalize(ctx, n, metav1.UpdateOptions{})
+				require.NoError(t, err)
+				require.Eventually(t, func() bool {
+					_, err := cs.CoreV1().Namespaces().Get(ctx, p.Name, metav1.GetOptions{})
+					return apierrors.IsNotFound(err)
+				}, 10*time.Second, 50*time.Millisecond)
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	r := runnerFor(t, c, config.ModeSidecar)
+	res := r.Apply(ctx, p)
+	require.True(t, raced, "the call wrote the namespace's labels: %s", res)
+	n, err := cs.CoreV1().Namespaces().Get(ctx, p.Name, metav1.GetOptions{})
+	if err == nil {
+		t.Errorf("the label write recreated namespace %s (labels %v, annotations %v)", p.Name, n.Labels, n.Annotations)
+	} else {
+		assert.True(t, apierrors.IsNotFound(err), "%v", err)
 	}
 }
