@@ -30,15 +30,17 @@ func (r *Runner) generate(ctx context.Context, res *Result, profile *profilev1.P
 	read := reads{tried: map[plugin.Ref]bool{}, claims: cl}
 	protect := finalized(r.Plugins, ns, profile)
 	for round := 1; ; round++ {
-		held := holdDataPlane(r.Plugins, ns, obs)
+		held := holdStanding(r.Plugins, ns, holdDataPlane(r.Plugins, ns, obs))
 		obs.Held = held.all()
 		t := plugin.Target{Namespace: ns.Name, Owner: profile.Spec.Owner.Name, Profile: profile, Observed: obs}
 		plans := generateAll(r.Client.Scheme(), r.Plugins, res, t, notServed, protect)
 		if r.APIReader == nil {
+			warnStanding(plans, held)
 			return plans, obs, held, nil
 		}
 		completed, added, err := r.complete(ctx, &read, plans, t, ns)
 		if err != nil || !added {
+			warnStanding(plans, held)
 			return plans, obs, held, err
 		}
 		if round == maxGenerations {

@@ -21,6 +21,65 @@ type holds struct {
 	// protected are objects running pods depend on whatever the labels say (PodProtector):
 	// never pruned either, and their pods are named while they wait.
 	protected map[plugin.Ref][]string
+	// standing are data-plane labels (key to value) another writer also owns on the namespace:
+	// they stay whatever the runner writes (server-side apply removes only what nobody else
+	// owns), so the objects they require are kept (in refs) and made (Observed.Held) as for a
+	// held label; by names their other owners, for the warning.
+	standing map[string]string
+	by       map[string][]string
+}
+
+// holdStanding adds to h the data-plane labels of ns that a field manager other than the runner's
+// owns, whoever else does, and the objects they require. A namespace-label writer who applies the
+// runner's own value under a manager of their own (admission sees no change of value) would
+// otherwise keep istio.io/dataplane-mode=ambient on the namespace after the runner withdrew it, and
+// the runner would prune the ztunnel policy that keeps the namespace closed.
+func holdStanding(plugins []plugin.Plugin, ns *corev1.Namespace, h holds) holds {
+	managers := labelowners.Managers(ns)
+	for _, p := range plugins {
+		dp, ok := p.(plugin.DataPlane)
+		if !ok {
+			continue
+		}
+		for key, refs := range dp.DataPlaneLabels() {
+			value, set := ns.Labels[key]
+			others := slices.DeleteFunc(slices.Clone(managers[key]), func(m string) bool { return !notTheRunners(m) })
+			if !set || len(others) == 0 {
+				continue
+			}
+			if h.standing == nil {
+				h.standing, h.by = map[string]string{}, map[string][]string{}
+			}
+			h.standing[key], h.by[key] = value, others
+			for _, ref := range refs {
+				h.refs[ref] = true
+			}
+		}
+	}
+	return h
+}
+
+// warnStanding tells each data-plane plugin that does not want a standing label as it stands
+// which of its objects the label keeps, and why.
+func warnStanding(plans []*planned, h holds) {
+	for _, p := range plans {
+		dp, ok := p.plugin.(plugin.DataPlane)
+		if !ok || p.failed {
+			continue
+		}
+		for _, key := range slices.Sorted(maps.Keys(h.standing)) {
+			refs := dp.DataPlaneLabels()[key]
+			if want, wanted := p.desired.Labels[key]; len(refs) == 0 || (wanted && want == h.standing[key]) {
+				continue
+			}
+			names := make([]string, len(refs))
+			for i, r := range refs {
+				names[i] = r.String()
+			}
+			p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("namespace label %s=%s is also set by %s, so it stays whatever plugin %s wants; %s stays with it, as for a label pods depend on",
+				key, h.standing[key], strings.Join(h.by[key], ", "), p.plugin.Name(), strings.Join(names, ", ")))
+		}
+	}
 }
 
 // holdDataPlane finds, for each DataPlane plugin, the data-plane labels it owns on
@@ -78,9 +137,12 @@ func (h holds) holds(plugin, key string) bool {
 	return ok
 }
 
-// all is every held label, for Observed.Held.
+// all is every held label, and every standing one, for Observed.Held.
 func (h holds) all() map[string]string {
-	out := map[string]string{}
+	out := maps.Clone(h.standing)
+	if out == nil {
+		out = map[string]string{}
+	}
 	for _, labels := range h.labels {
 		maps.Copy(out, labels)
 	}

@@ -169,6 +169,11 @@ func (r *Runner) writeLabels(ctx context.Context, ns *corev1.Namespace, plans []
 	changed := w.changed(plans)
 	if w.apply {
 		ac := corev1ac.Namespace(ns.Name).WithLabels(w.labels)
+		if ns.UID != "" {
+			// The namespace read, not one of its name: server-side apply would create a namespace
+			// deleted since it was read, and the controller's ServiceAccount may create namespaces.
+			ac = ac.WithUID(ns.UID)
+		}
 		if w.annotation != "" {
 			ac = ac.WithAnnotations(map[string]string{plugin.LabelOwnersAnnotation: w.annotation})
 		}
@@ -206,7 +211,11 @@ func (r *Runner) releaseLegacy(ctx context.Context, ns *corev1.Namespace, plans 
 		if !slices.Contains(names, name) {
 			continue
 		}
-		err := r.Client.Apply(ctx, corev1ac.Namespace(ns.Name), client.FieldOwner(plugin.FieldManager(name)), client.ForceOwnership)
+		ac := corev1ac.Namespace(ns.Name)
+		if ns.UID != "" {
+			ac = ac.WithUID(ns.UID) // as in writeLabels: never a namespace anew
+		}
+		err := r.Client.Apply(ctx, ac, client.FieldOwner(plugin.FieldManager(name)), client.ForceOwnership)
 		if err != nil {
 			out[name] = false
 			p.res.Errors = append(p.res.Errors, fmt.Errorf("plugin %s: releasing the labels of namespace %s from field manager %s: %w",

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -540,4 +541,28 @@ func TestSidecarSwitchWaitsForPods(t *testing.T) {
 	})
 	policyAt := slices.Index(m.writes, "delete AuthorizationPolicy/"+ztunnelName)
 	assert.True(t, labelsAt >= 0 && labelsAt < policyAt, "the label goes before its policy: %v", m.writes)
+}
+
+// A data-plane label another writer also owns stays whatever the runner writes: server-side apply
+// removes only what nobody else owns. Switched to sidecar mode, the runner then keeps the ztunnel
+// policy that label requires, as for a label pods depend on, and says why; without it the
+// namespace would stay enrolled in ambient with no policy to keep it closed (review3, R3-1).
+func TestADataPlaneLabelAnotherWriterAlsoOwnsKeepsTheZtunnelPolicyThroughASwitchToSidecars(t *testing.T) {
+	m := newMesh(t)
+	m.enrol()
+	require.NoError(t, m.c.Apply(context.Background(), corev1ac.Namespace(ns).WithLabels(map[string]string{dataplaneMode: "ambient"}),
+		client.FieldOwner("pinner")))
+
+	m.configure(config.ModeSidecar)
+	var res *runner.Result
+	for range 4 {
+		res = m.apply()
+		require.NoError(t, res.Err())
+	}
+	assert.Equal(t, "ambient", m.labels()[dataplaneMode], "the pinner's label stays")
+	assert.NotNil(t, m.policy(ztunnelName), "the ztunnel policy stays while the label stands")
+	assert.True(t, slices.ContainsFunc(res.Warnings(), func(w string) bool {
+		return strings.Contains(w, dataplaneMode+"=ambient is also set by pinner")
+	}), "says why: %v", res.Warnings())
+	m.converged("nothing more to write while the label stands")
 }

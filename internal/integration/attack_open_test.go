@@ -163,3 +163,17 @@ func psRunner(t *testing.T, c client.Client, body string) *runner.Runner {
 	require.NoError(t, err)
 	return r
 }
+
+// Finding R3-1b (low, what is left of R3-1). The same pin keeps istio.io/use-waypoint=waypoint on
+// the namespace after the switch to sidecar mode, and the runner prunes the waypoint: guarantee 1's
+// "use-waypoint names only a waypoint that exists" does not hold. Nothing is let in by it: a
+// missing waypoint makes ztunnel send traffic straight to the pods, whose sidecars enforce the
+// owner policy, and the pinned istio.io/dataplane-mode keeps the ztunnel policy (R3-1's fix).
+// FAILS while the waypoint is pruned under a standing routing label.
+func TestAPinnedRoutingLabelDoesNotOutliveTheWaypointOnTheAPIServer(t *testing.T) {
+	root, p, _ := pinnedThroughASidecarSwitch(t)
+	if waypoint := namespaceLabels(t, root, p.Name)["istio.io/use-waypoint"]; waypoint != "" {
+		assert.True(t, exists(t, root, &gatewayv1.Gateway{}, p.Name, waypoint),
+			"istio.io/use-waypoint=%s stands (co-owned by the pinner) and the waypoint was pruned", waypoint)
+	}
+}
