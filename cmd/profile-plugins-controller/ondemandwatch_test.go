@@ -282,6 +282,8 @@ func TestOnDemandControllerFollowsTheEndpointSliceWatch(t *testing.T) {
 	c := env.Client
 	ctx := context.Background()
 	check := &routingCheck{base: c, ns: ns}
+	// Also when a step failed first: every fail-open state the check saw is reported.
+	t.Cleanup(func() { check.requireClosed(t, "at the end") })
 	calls := &profileCalls{name: ns}
 	_, stop := runManager(t, env.Config, ctrl.Options{NewClient: check.newClient}, cfg, calls.wrap)
 	t.Cleanup(stop)
