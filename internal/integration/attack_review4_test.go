@@ -40,21 +40,32 @@ import (
 // policy while the label stays (the runner cannot remove it), and no warning says so.
 // FAILS while the ztunnel policy is pruned under the pinned label.
 func TestALabelCoOwnedUnderAPrefixedManagerDoesNotOutliveTheObjectsItRequiresOnTheAPIServer(t *testing.T) {
-	root, p, res := pinnedUnder(t, plugin.FieldManagerPrefix+"pinner")
+	root, p, res := pinnedUnder(t, applyUnder(plugin.FieldManagerPrefix+"pinner"))
 	labels := namespaceLabels(t, root, p.Name)
 	require.Equal(t, "ambient", labels["istio.io/dataplane-mode"], "the pinner's label stays: nothing the runner may do removes it")
 	assert.NotNil(t, ztunnelPolicy(t, root, p.Name),
 		"istio.io/dataplane-mode=ambient stands (co-owned by field manager profile-plugins/pinner) and the ztunnel policy was pruned; result %s", res)
 }
 
-// pinnedUnder is pinnedThroughASidecarSwitch with the pinner's field manager named manager.
-func pinnedUnder(t *testing.T, manager string) (client.Client, *profilev1.Profile, *runner.Result) {
+// pinFunc co-owns istio.io/dataplane-mode=ambient on namespace ns as the attacker.
+type pinFunc func(ctx context.Context, attacker client.Client, ns string) error
+
+// applyUnder pins with a server-side apply under field manager manager.
+func applyUnder(manager string) pinFunc {
+	return func(ctx context.Context, attacker client.Client, ns string) error {
+		pin := corev1ac.Namespace(ns).WithLabels(map[string]string{"istio.io/dataplane-mode": "ambient"})
+		return attacker.Apply(ctx, pin, client.FieldOwner(manager))
+	}
+}
+
+// pinnedUnder is pinnedThroughASidecarSwitch with the pin made by pin.
+func pinnedUnder(t *testing.T, pinIt pinFunc) (client.Client, *profilev1.Profile, *runner.Result) {
 	t.Helper()
 	env := envtest.StartFresh(t, 0)
 	root := env.Client
 	ctx := context.Background()
 	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "namespace-patcher"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces", "namespaces/status"}, Verbs: []string{"get", "update", "patch"}},
 	}}))
 	fixture.ClusterAdmin(t, root, "profile-plugins", rbacv1.Subject{Kind: "ServiceAccount", Name: "profile-plugins", Namespace: "kubeflow"})
 	cfg := config.Default()
@@ -81,8 +92,11 @@ func pinnedUnder(t *testing.T, manager string) (client.Client, *profilev1.Profil
 		err := attacker.Update(ctx, n, client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), guard.NamespaceLabelsPolicy)
 	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect and refuses a change of value")
-	pin := corev1ac.Namespace(p.Name).WithLabels(map[string]string{"istio.io/dataplane-mode": "ambient"})
-	require.NoError(t, attacker.Apply(ctx, pin, client.FieldOwner(manager)), "the guard admits co-owning the guarded label")
+	require.NoError(t, pinIt(ctx, attacker, p.Name), "the guard admits co-owning the guarded label")
+	require.NoError(t, root.Get(ctx, client.ObjectKey{Name: p.Name}, n))
+	for _, e := range n.ManagedFields {
+		t.Logf("managedFields: manager %q operation %s subresource %q", e.Manager, e.Operation, e.Subresource)
+	}
 
 	sidecar := config.Default()
 	sidecar.Mesh.Mode = config.ModeSidecar
@@ -103,10 +117,82 @@ func pinnedUnder(t *testing.T, manager string) (client.Client, *profilev1.Profil
 // Not a finding (held): with the pin under a manager of its own the runner converges: once the
 // switch is done a further call changes nothing, and the standing label is warned about.
 func TestAStandingLabelConvergesOnTheAPIServer(t *testing.T) {
-	root, p, res := pinnedUnder(t, "pinner")
+	root, p, res := pinnedUnder(t, applyUnder("pinner"))
 	require.NotNil(t, ztunnelPolicy(t, root, p.Name))
 	assert.False(t, res.Changed(), "the runner writes at every call under a standing label: %s", res)
 	assert.True(t, slices.ContainsFunc(res.Warnings(), func(w string) bool {
 		return strings.Contains(w, "istio.io/dataplane-mode=ambient is also set by pinner")
 	}), "%v", res.Warnings())
+}
+
+// Finding R4-1, second way: the pin applied through the namespace's status subresource (update on
+// namespaces/status). labelowners.Managers skips every managedFields entry of a subresource, so
+// holdStanding sees no other owner; the label stays when the runner leaves it out, and the
+// ztunnel policy is pruned. FAILS while it stands.
+func TestALabelCoOwnedThroughTheStatusSubresourceDoesNotOutliveTheObjectsItRequiresOnTheAPIServer(t *testing.T) {
+	root, p, res := pinnedUnder(t, func(ctx context.Context, attacker client.Client, ns string) error {
+		pin := corev1ac.Namespace(ns).WithLabels(map[string]string{"istio.io/dataplane-mode": "ambient"})
+		return attacker.Status().Apply(ctx, pin, client.FieldOwner("pinner"))
+	})
+	if namespaceLabels(t, root, p.Name)["istio.io/dataplane-mode"] == "ambient" {
+		assert.NotNil(t, ztunnelPolicy(t, root, p.Name), "the status pin stands and the ztunnel policy was pruned; %s", res)
+	}
+}
+
+// Finding R4-2 (high where anyone but the controller may write namespaces/status; the guard's
+// namespace-labels promise is bypassed, and Pod Security with it). The guard's namespace-labels
+// policy matches resources "namespaces" only (guard/guard.go, the Rule of namespaceLabels), not the
+// subresource "namespaces/status", and the API server takes metadata, labels included, from a
+// namespace's status update. A writer with update on namespaces/status (not granted by Kubeflow's
+// roles; granted by any role with resources "*" or "namespaces/*") changes
+// pod-security.kubernetes.io/enforce to privileged and istio.io/dataplane-mode to none: admitted,
+// and a privileged pod is admitted until the runner's next reconcile repairs the labels (the pod
+// stays). FAILS while the status subresource takes guarded labels past the guard.
+func TestTheGuardRefusesAGuardedLabelChangedThroughTheStatusSubresourceOnTheAPIServer(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	root := env.Client
+	ctx := context.Background()
+	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "namespace-status-patcher"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces/status"}, Verbs: []string{"get", "update", "patch"}},
+	}}))
+	fixture.ClusterAdmin(t, root, "profile-plugins", rbacv1.Subject{Kind: "ServiceAccount", Name: "profile-plugins", Namespace: "kubeflow"})
+	cfg := config.Default()
+	require.NoError(t, cfg.Validate())
+	objs, err := guard.Objects(cfg)
+	require.NoError(t, err)
+	for _, o := range objs {
+		require.NoError(t, root.Create(ctx, o))
+	}
+	controller := as(t, env, controllerUser, "system:serviceaccounts", "system:serviceaccounts:kubeflow")
+	p := profileIn(t, root, "status")
+	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "wil-namespaces"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "namespace-status-patcher"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: widened}}}))
+	r, err := profileplugins.NewRunner(controller, cfg)
+	require.NoError(t, err)
+	routeThroughWaypoint(t, r, root, p)
+	before := namespaceLabels(t, root, p.Name)
+	t.Logf("labels before: %v", before)
+
+	attacker := as(t, env, widened)
+	n := &corev1.Namespace{}
+	require.NoError(t, root.Get(ctx, client.ObjectKey{Name: p.Name}, n))
+	n.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+	require.Eventually(t, func() bool {
+		err := attacker.Update(ctx, n, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), guard.NamespaceLabelsPolicy)
+	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect and refuses a change of value")
+
+	require.NoError(t, root.Get(ctx, client.ObjectKey{Name: p.Name}, n))
+	n.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+	n.Labels["istio.io/dataplane-mode"] = "none"
+	require.Error(t, root.Create(ctx, boundPod(p.Name, "privileged-before", true)), "baseline refuses a privileged pod")
+	err = attacker.Status().Update(ctx, n)
+	t.Logf("status update: %v", err)
+	after := namespaceLabels(t, root, p.Name)
+	t.Logf("labels after: %v", after)
+	assert.Equal(t, before["pod-security.kubernetes.io/enforce"], after["pod-security.kubernetes.io/enforce"], "changed through namespaces/status")
+	assert.Equal(t, before["istio.io/dataplane-mode"], after["istio.io/dataplane-mode"], "changed through namespaces/status")
+	assert.Error(t, root.Create(ctx, boundPod(p.Name, "privileged-after", true)), "a privileged pod is admitted after the status update")
 }
