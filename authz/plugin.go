@@ -66,8 +66,16 @@ func (p *Plugin) Generate(t plugin.Target) (plugin.Desired, error) {
 	if cfg.Mesh.Mode == config.ModeAmbient || t.Observed.Held[label.IoIstioDataplaneMode.Name] == "ambient" {
 		ztunnel = p.policies.ztunnelPolicy(t.Namespace)
 	}
-	if cfg.Mesh.Mode == config.ModeAmbient {
+	switch {
+	case cfg.Mesh.Mode == config.ModeAmbient:
 		d.Warnings = append(d.Warnings, sidecarCallerLosses(cfg)...)
+	case ztunnel != nil:
+		// The ztunnel policy has no selector, so the sidecars of a sidecar-mode namespace apply it
+		// too, and its L4 rule for a sidecar caller lifts that caller's L7 limits there as well.
+		for _, loss := range sidecarCallerLosses(cfg) {
+			d.Warnings = append(d.Warnings, "istio.io/dataplane-mode=ambient stays on this sidecar-mode namespace (pods it captures, or another writer, keep it), "+
+				"and with it the ztunnel policy, which the sidecars apply too: "+loss)
+		}
 	}
 	if cfg.Mesh.Mode == config.ModeNone {
 		if ztunnel != nil {

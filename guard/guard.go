@@ -248,7 +248,8 @@ func (b builder) namespaceLabels() *admissionv1.ValidatingAdmissionPolicy {
 	return b.policy(NamespaceLabelsPolicy, "oldObject", []admissionv1.NamedRuleWithOperations{{
 		RuleWithOperations: admissionv1.RuleWithOperations{
 			Operations: []admissionv1.OperationType{admissionv1.Update},
-			Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"},
+			// The status subresource too: a namespace's status update carries its labels as well.
+			Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces", "namespaces/status"},
 				Scope: ptr.To(admissionv1.ClusterScope)},
 		},
 	}}, []admissionv1.Variable{{Name: "changed", Expression: keys + ".filter(k, " + changed + ")"}},
@@ -312,8 +313,31 @@ func (b builder) waypointChecks(m, what string) []admissionv1.Validation {
 
 func (b builder) pods() *admissionv1.ValidatingAdmissionPolicy {
 	return b.policy(PodsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
-		rule("", "v1", []string{"pods"}, admissionv1.Create, admissionv1.Update),
-	}, nil, b.podChecks("object.metadata", "object.spec", "'Pod ' + request.namespace + '/' + object.metadata.name"))
+		rule("", "v1", []string{"pods", "pods/status"}, admissionv1.Create, admissionv1.Update),
+	}, sameMetadata(), viaStatus(b.podChecks("object.metadata", "object.spec", "'Pod ' + request.namespace + '/' + object.metadata.name")))
+}
+
+// sameMetadata is the variable that says whether an update leaves the object's labels and
+// annotations as they were.
+func sameMetadata() []admissionv1.Variable {
+	same := func(f string) string {
+		return fmt.Sprintf("((!has(object.metadata.%[1]s) && !has(oldObject.metadata.%[1]s)) || "+
+			"(has(object.metadata.%[1]s) && has(oldObject.metadata.%[1]s) && object.metadata.%[1]s == oldObject.metadata.%[1]s))", f)
+	}
+	return []admissionv1.Variable{{Name: "sameMetadata", Expression: same("labels") + " && " + same("annotations")}}
+}
+
+// viaStatus lets every status update through that leaves labels and annotations as they were, and
+// judges the others as any update. The status subresource of pods and Services takes label and
+// annotation changes as well (only the spec is kept), so without it a label the checks refuse could
+// be set there; with it the kubelet's status writes of a pod that predates the guard still pass.
+func viaStatus(vs []admissionv1.Validation) []admissionv1.Validation {
+	out := make([]admissionv1.Validation, len(vs))
+	for i, v := range vs {
+		v.Expression = "(request.subResource == 'status' && variables.sameMetadata) || (" + v.Expression + ")"
+		out[i] = v
+	}
+	return out
 }
 
 func (b builder) workloads() *admissionv1.ValidatingAdmissionPolicy {
@@ -334,6 +358,6 @@ func (b builder) cronJobs() *admissionv1.ValidatingAdmissionPolicy {
 
 func (b builder) services() *admissionv1.ValidatingAdmissionPolicy {
 	return b.policy(ServicesPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
-		rule("", "v1", []string{"services"}, admissionv1.Create, admissionv1.Update),
-	}, nil, b.waypointChecks("object.metadata", "'Service ' + request.namespace + '/' + object.metadata.name"))
+		rule("", "v1", []string{"services", "services/status"}, admissionv1.Create, admissionv1.Update),
+	}, sameMetadata(), viaStatus(b.waypointChecks("object.metadata", "'Service ' + request.namespace + '/' + object.metadata.name")))
 }

@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeflow-ambient/profile-plugins/internal/labelowners"
+	"github.com/kubeflow-ambient/profile-plugins/internal/ssa"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
@@ -35,7 +37,7 @@ type holds struct {
 // otherwise keep istio.io/dataplane-mode=ambient on the namespace after the runner withdrew it, and
 // the runner would prune the ztunnel policy that keeps the namespace closed.
 func holdStanding(plugins []plugin.Plugin, ns *corev1.Namespace, h holds) holds {
-	managers := labelowners.Managers(ns)
+	others := otherLabelOwners(ns, plugins)
 	for _, p := range plugins {
 		dp, ok := p.(plugin.DataPlane)
 		if !ok {
@@ -43,20 +45,55 @@ func holdStanding(plugins []plugin.Plugin, ns *corev1.Namespace, h holds) holds 
 		}
 		for key, refs := range dp.DataPlaneLabels() {
 			value, set := ns.Labels[key]
-			others := slices.DeleteFunc(slices.Clone(managers[key]), func(m string) bool { return !notTheRunners(m) })
-			if !set || len(others) == 0 {
+			if !set || len(others[key]) == 0 {
 				continue
 			}
 			if h.standing == nil {
 				h.standing, h.by = map[string]string{}, map[string][]string{}
 			}
-			h.standing[key], h.by[key] = value, others
+			h.standing[key], h.by[key] = value, others[key]
 			for _, ref := range refs {
 				h.refs[ref] = true
 			}
 		}
 	}
 	return h
+}
+
+// otherLabelOwners maps each label key of ns to the field managers that own it and are not the
+// runner: every managedFields entry but the runner's own applies (LabelFieldManager, or the field
+// manager of one of plugins from an earlier release) to the namespace itself. A manager's name is
+// the client's choice, so one that only starts like the runner's is another writer's, and so is
+// any entry of a subresource (the status update of a namespace takes its labels too), whoever made
+// it: the runner writes none there, so nothing of its own lets go of such a label.
+func otherLabelOwners(ns *corev1.Namespace, plugins []plugin.Plugin) map[string][]string {
+	own := map[string]bool{plugin.LabelFieldManager: true}
+	for _, p := range plugins {
+		own[plugin.FieldManager(p.Name())] = true
+	}
+	out := map[string][]string{}
+	for _, e := range ns.GetManagedFields() {
+		if e.FieldsV1 == nil || (e.Subresource == "" && e.Operation == metav1.ManagedFieldsOperationApply && own[e.Manager]) {
+			continue
+		}
+		keys, _, err := ssa.ManagedLabelKeys(e)
+		if err != nil {
+			continue
+		}
+		who := e.Manager
+		if e.Subresource != "" {
+			who += " (" + e.Subresource + ")"
+		}
+		for _, k := range keys {
+			if !slices.Contains(out[k], who) {
+				out[k] = append(out[k], who)
+			}
+		}
+	}
+	for k := range out {
+		slices.Sort(out[k])
+	}
+	return out
 }
 
 // warnStanding tells each data-plane plugin that does not want a standing label as it stands

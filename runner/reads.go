@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -34,8 +33,8 @@ func ManagedSelector() labels.Selector {
 type reads struct {
 	tried      map[plugin.Ref]bool
 	podsListed bool
-	// sourcesRelisted: the kinds plugins only read were listed through the APIReader (see
-	// relistReadOnly).
+	// sourcesRelisted: the objects of the kinds plugins only read were read through the APIReader
+	// under the names of the contested objects to create (see confirmReadOnly).
 	sourcesRelisted bool
 	// claims collects what the objects read claim, as observe's objects (see disown).
 	claims claims
@@ -71,43 +70,109 @@ func (r *Runner) complete(ctx context.Context, read *reads, plans []*planned, t 
 		obs.Objects = withRead(obs.Objects, fresh)
 		added = true
 	}
-	if !read.sourcesRelisted && createsContested(plans, obs) {
+	if names := contestedCreates(plans, obs); len(names) > 0 && !read.sourcesRelisted {
 		read.sourcesRelisted = true
-		relisted, changed, err := r.relistReadOnly(ctx, t.Namespace, obs.Objects)
+		confirmed, changed, err := r.confirmReadOnly(ctx, t.Namespace, names, obs.Objects)
 		if err != nil {
 			return obs, false, err
 		}
 		if changed {
-			obs.Objects, added = disown(t.Profile, relisted, read.claims), true
+			obs.Objects, added = disown(t.Profile, confirmed, read.claims), true
 		}
 	}
 	return obs, added, nil
 }
 
-// createsContested says whether a plugin that did not fail wants to create an object another
-// writer may create under the same name (one in Desired.Adopt that obs lacks): kfam POSTs a
-// contributor's policy right after its RoleBinding.
-func createsContested(plans []*planned, obs plugin.Observed) bool {
+// contestedCreates are the names of the objects a plugin that did not fail wants to create and
+// another writer may create under the same name (those in Desired.Adopt that obs lacks): kfam POSTs
+// a contributor's policy right after its RoleBinding.
+func contestedCreates(plans []*planned, obs plugin.Observed) []string {
+	var names []string
 	for _, p := range plans {
 		if p.failed {
 			continue
 		}
 		for _, ao := range p.objects {
-			if slices.Contains(p.desired.Adopt, ao.ref) && findObserved(obs, ao.gvk, ao.ref.Name) == nil {
-				return true
+			if slices.Contains(p.desired.Adopt, ao.ref) && findObserved(obs, ao.gvk, ao.ref.Name) == nil && !slices.Contains(names, ao.ref.Name) {
+				names = append(names, ao.ref.Name)
 			}
 		}
 	}
-	return false
+	return names
 }
 
-// relistReadOnly lists, through the APIReader, every kind a plugin only reads (listed as
-// metadata) in namespace, and returns objs with those kinds' objects replaced by what it found,
-// and whether that differs from objs. A decision to create a contested object rests on them: a
-// cache that still shows a RoleBinding kfam has just deleted would have the access plugin create
-// the policy kfam's next POST for the same contributor then meets as AlreadyExists.
-func (r *Runner) relistReadOnly(ctx context.Context, namespace string, objs []client.Object) ([]client.Object, bool, error) {
-	kinds := map[schema.GroupVersionKind]client.ObjectList{}
+// confirmReadOnly reads, through the APIReader, the object of each kind a plugin only reads
+// (listed as metadata) under each of names, and returns objs with what it found in place of what
+// the Reader showed (trimmed as the cache trims it), and whether that differs. The decision to
+// create a contested object rests on them: a cache that still shows the RoleBinding kfam has just
+// deleted would have the access plugin create the policy of the same name, which kfam's next POST
+// for that contributor then meets as AlreadyExists. One read per name and kind, whatever else the
+// namespace holds.
+func (r *Runner) confirmReadOnly(ctx context.Context, namespace string, names []string, objs []client.Object) ([]client.Object, bool, error) {
+	kinds, err := r.readOnlyKinds()
+	if err != nil {
+		return objs, false, err
+	}
+	out := slices.Clone(objs)
+	changed := false
+	for _, gvk := range kinds {
+		for _, name := range names {
+			fresh, served, err := r.readMetadata(ctx, gvk, namespace, name)
+			if err != nil {
+				return objs, false, err
+			}
+			if !served {
+				break
+			}
+			i := slices.IndexFunc(out, func(o client.Object) bool {
+				return o.GetName() == name && o.GetObjectKind().GroupVersionKind() == gvk
+			})
+			switch {
+			case i < 0 && fresh != nil:
+				out, changed = append(out, fresh), true
+			case i >= 0 && fresh == nil:
+				out, changed = slices.Delete(out, i, i+1), true
+			case i >= 0 && versionKey(out[i]) != versionKey(fresh):
+				out[i], changed = fresh, true
+			}
+		}
+	}
+	return out, changed, nil
+}
+
+// readMetadata reads the metadata of the object of gvk named name through the APIReader, trimmed
+// as the cache trims it (CacheByObject): nil when there is none, and served false when the API
+// server does not serve the kind.
+func (r *Runner) readMetadata(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (client.Object, bool, error) {
+	cur := &metav1.PartialObjectMetadata{}
+	cur.SetGroupVersionKind(gvk)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cur)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, false, nil
+	case apierrors.IsNotFound(err):
+		return nil, true, nil
+	case err != nil:
+		return nil, true, fmt.Errorf("reading %s %s in %q: %w", gvk.Kind, name, namespace, err)
+	}
+	cur.SetGroupVersionKind(gvk)
+	trim := cacheTransform(gvk)
+	if trim == nil {
+		return cur, true, nil
+	}
+	t, err := trim(cur)
+	if err != nil {
+		return nil, true, fmt.Errorf("trimming %s %s in %q: %w", gvk.Kind, name, namespace, err)
+	}
+	if to, ok := t.(client.Object); ok {
+		return to, true, nil
+	}
+	return cur, true, nil
+}
+
+// readOnlyKinds are the kinds the plugins only read (Kinds lists them as metadata), sorted.
+func (r *Runner) readOnlyKinds() ([]schema.GroupVersionKind, error) {
+	var out []schema.GroupVersionKind
 	for _, p := range r.Plugins {
 		for _, l := range p.Kinds() {
 			if _, readOnly := l.(*metav1.PartialObjectMetadataList); !readOnly {
@@ -115,46 +180,25 @@ func (r *Runner) relistReadOnly(ctx context.Context, namespace string, objs []cl
 			}
 			gvk, err := gvkFor(r.Client.Scheme(), l)
 			if err != nil {
-				return objs, false, fmt.Errorf("plugin %s: kind %T: %w", p.Name(), l, err)
+				return nil, fmt.Errorf("plugin %s: kind %T: %w", p.Name(), l, err)
 			}
-			kinds[gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))] = l
-		}
-	}
-	if len(kinds) == 0 {
-		return objs, false, nil
-	}
-	out := make([]client.Object, 0, len(objs))
-	before := map[string]bool{}
-	for _, o := range objs {
-		if _, relisted := kinds[o.GetObjectKind().GroupVersionKind()]; relisted {
-			before[versionKey(o)] = true
-			continue
-		}
-		out = append(out, o)
-	}
-	after := 0
-	changed := false
-	for _, gvk := range slices.SortedFunc(maps.Keys(kinds), compareGVK) {
-		list := kinds[gvk].DeepCopyObject().(client.ObjectList)
-		if err := r.APIReader.List(ctx, list, client.InNamespace(namespace)); err != nil {
-			if notServed(err, r.Client.RESTMapper(), gvk) {
-				continue
+			if item := gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List")); !slices.Contains(out, item) {
+				out = append(out, item)
 			}
-			return objs, false, fmt.Errorf("listing %s in %q: %w", gvk.Kind, namespace, err)
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			return objs, false, err
-		}
-		for _, it := range items {
-			obj := it.(client.Object)
-			obj.GetObjectKind().SetGroupVersionKind(gvk)
-			out = append(out, obj)
-			after++
-			changed = changed || !before[versionKey(obj)]
 		}
 	}
-	return out, changed || after != len(before), nil
+	slices.SortFunc(out, compareGVK)
+	return out, nil
+}
+
+// cacheTransform is CacheByObject's transform for objects of gvk, or nil.
+func cacheTransform(gvk schema.GroupVersionKind) func(any) (any, error) {
+	for key, by := range CacheByObject() {
+		if by.Transform != nil && key.GetObjectKind().GroupVersionKind() == gvk {
+			return by.Transform
+		}
+	}
+	return nil
 }
 
 // versionKey names one version of an object: its kind, name, UID and resourceVersion.

@@ -1,9 +1,8 @@
-//go:build openfindings
-
 package integration
 
-// The fourth review of Dec 1 (review4), of the changes since review3. Each test here reproduces one
-// finding on the real API server and FAILS while it stands.
+// The fourth review of Dec 1 (review4), of the changes since review3. Each test here reproduced one
+// finding on the real API server and failed while it stood; all are fixed (SECURITY.md, "Fourth
+// review"), so they run in make test.
 
 import (
 	"context"
@@ -42,7 +41,7 @@ import (
 // "profile-plugins/pinner" (not a plugin's name, so releaseLegacy never releases it either) is
 // taken for the runner: the label is not standing, the switch to sidecar mode prunes the ztunnel
 // policy while the label stays (the runner cannot remove it), and no warning says so.
-// FAILS while the ztunnel policy is pruned under the pinned label.
+// Fixed: the runner's own are only its exact managers' applies (runner otherLabelOwners).
 func TestALabelCoOwnedUnderAPrefixedManagerDoesNotOutliveTheObjectsItRequiresOnTheAPIServer(t *testing.T) {
 	root, p, res := pinnedUnder(t, applyUnder(plugin.FieldManagerPrefix+"pinner"))
 	labels := namespaceLabels(t, root, p.Name)
@@ -54,7 +53,7 @@ func TestALabelCoOwnedUnderAPrefixedManagerDoesNotOutliveTheObjectsItRequiresOnT
 // Finding R4-1, second way: the pin applied through the namespace's status subresource (update on
 // namespaces/status). labelowners.Managers skips every managedFields entry of a subresource, so
 // holdStanding sees no other owner; the label stays when the runner leaves it out, and the
-// ztunnel policy is pruned. FAILS while it stands.
+// ztunnel policy is pruned. Fixed: entries of a subresource are another writer's.
 func TestALabelCoOwnedThroughTheStatusSubresourceDoesNotOutliveTheObjectsItRequiresOnTheAPIServer(t *testing.T) {
 	root, p, res := pinnedUnder(t, func(ctx context.Context, attacker client.Client, ns string) error {
 		pin := corev1ac.Namespace(ns).WithLabels(map[string]string{"istio.io/dataplane-mode": "ambient"})
@@ -73,7 +72,7 @@ func TestALabelCoOwnedThroughTheStatusSubresourceDoesNotOutliveTheObjectsItRequi
 // roles; granted by any role with resources "*" or "namespaces/*") changes
 // pod-security.kubernetes.io/enforce to privileged and istio.io/dataplane-mode to none: admitted,
 // and a privileged pod is admitted until the runner's next reconcile repairs the labels (the pod
-// stays). FAILS while the status subresource takes guarded labels past the guard.
+// stays). Fixed: the guard matches namespaces/status (and pods/status, services/status) too.
 func TestTheGuardRefusesAGuardedLabelChangedThroughTheStatusSubresourceOnTheAPIServer(t *testing.T) {
 	env := envtest.StartFresh(t, 0)
 	root := env.Client
@@ -132,7 +131,8 @@ func TestTheGuardRefusesAGuardedLabelChangedThroughTheStatusSubresourceOnTheAPIS
 // annotation and managedFields of every RoleBinding of the namespace, all in memory at once, and
 // handed to the plugins. A Profile owner (kubeflow-admin creates rolebindings) pads their
 // bindings and then adds a contributor binding whenever they like: each makes the controller read
-// all of it again. Measured on what the APIReader returns. FAILS while the relist reads the
+// all of it again. Measured on what the APIReader returns. Fixed: the runner reads, under the
+// contested object's name only, the read-only objects (runner confirmReadOnly). It failed while it read the
 // tenant's padding.
 func TestARelistBeforeAContestedCreateDoesNotReadTheTenantsPaddingOnTheAPIServer(t *testing.T) {
 	env := envtest.Start(t)

@@ -1,5 +1,3 @@
-//go:build openfindings
-
 package authz_test
 
 import (
@@ -22,7 +20,7 @@ import (
 // caller admits that caller's principal on its ports with none of its methods and paths: an
 // ALLOW next to the owner policy's L7 rule for it, so the caller reaches every path. In ambient
 // mode the plugin warns of exactly that (sidecarCallerLosses); in sidecar mode, where the loss
-// now lasts as long as the other writer's label, it does not. FAILS while nothing says so.
+// now lasts as long as the other writer's label, it did not; now it does.
 func TestAZtunnelPolicyHeldInSidecarModeSaysWhatSidecarCallersGainOnTheSidecars(t *testing.T) {
 	cfg := fixture.Config(t, "mesh: {mode: sidecar}\n"+platformCallersSidecar)
 	d, err := authz.New(cfg).Generate(plugin.Target{Namespace: ns, Owner: owner,
