@@ -289,3 +289,51 @@ func TestTheGuardsOptOutExceptionsOnTheAPIServer(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond, "the ambient guard takes effect and refuses the tenant's copy")
 	require.NoError(t, istiod.Create(ctx, waypointDeployment(), client.DryRunAll), "istiod makes the waypoint Deployment")
 }
+
+// The status subresource of a pod takes label changes too (only the spec is kept), so the guard
+// matches pods/status: a status write that adds istio.io/dataplane-mode=none is refused like any
+// other update, and one that changes no label or annotation passes, also for a pod that opted
+// out before the guard (an admin's, here), so the kubelet keeps reporting its status.
+func TestTheGuardJudgesLabelsWrittenThroughAPodsStatusOnTheAPIServer(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	root := env.Client
+	ctx := context.Background()
+	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pod-status-writer"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "pods/status"}, Verbs: []string{"get", "update", "patch"}},
+	}}))
+	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "node-agent-pods"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pod-status-writer"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "node-agent"}}}))
+	cfg := config.Default()
+	require.NoError(t, cfg.Validate())
+	objs, err := guard.Objects(cfg)
+	require.NoError(t, err)
+	for _, o := range objs {
+		require.NoError(t, root.Create(ctx, o))
+	}
+	p := profileIn(t, root, "pod-status")
+	legacy := boundPod(p.Name, "opted-out-before", false)
+	legacy.Labels = map[string]string{"istio.io/dataplane-mode": "none"}
+	require.NoError(t, root.Create(ctx, legacy), "system:masters is never refused")
+	require.NoError(t, root.Create(ctx, boundPod(p.Name, "meshed", false)))
+	agent := as(t, env, "node-agent")
+
+	optOut := func() error {
+		pod := &corev1.Pod{}
+		require.NoError(t, root.Get(ctx, client.ObjectKey{Namespace: p.Name, Name: "meshed"}, pod))
+		pod.Labels = map[string]string{"istio.io/dataplane-mode": "none"}
+		return agent.Status().Update(ctx, pod, client.DryRunAll)
+	}
+	require.Eventually(t, func() bool {
+		err := optOut()
+		return err != nil && strings.Contains(err.Error(), guard.PodsPolicy)
+	}, 30*time.Second, 200*time.Millisecond, "a status write that opts the pod out of the mesh is refused")
+	guardDenied(t, optOut(), guard.PodsPolicy, "istio.io/dataplane-mode=none")
+
+	pod := &corev1.Pod{}
+	require.NoError(t, root.Get(ctx, client.ObjectKey{Namespace: p.Name, Name: "opted-out-before"}, pod))
+	pod.Status.Phase = corev1.PodRunning
+	require.NoError(t, agent.Status().Update(ctx, pod), "a status write that changes no metadata passes, whatever the pod's labels")
+	require.NoError(t, root.Get(ctx, client.ObjectKey{Namespace: p.Name, Name: "opted-out-before"}, pod))
+	assert.Equal(t, corev1.PodRunning, pod.Status.Phase)
+}
