@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -185,4 +186,32 @@ func TestRestrictedWithoutThePerNamespacePatchIsValid(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, *c.Mesh.Waypoint.SeccompPatch)
 	assert.Equal(t, "restricted", string(c.PodSecurity.Enforce.Level))
+}
+
+// The bounds validation names are inclusive: kfamGracePeriod may be 0s (no wait) and exactly its
+// maximum, idleAfter exactly MinIdleAfter warns nothing, and a caller on behalf of a user refuses
+// methods and paths together, and ports alone.
+func TestBoundsAreInclusive(t *testing.T) {
+	for _, doc := range []string{
+		"authorization: {kfamGracePeriod: 0s}\n",
+		"authorization: {kfamGracePeriod: " + config.MaxKfamGracePeriod.String() + "}\n",
+	} {
+		_, err := config.Parse([]byte(header + doc))
+		assert.NoError(t, err, doc)
+	}
+	_, err := config.Parse([]byte(header + "authorization: {kfamGracePeriod: " + (config.MaxKfamGracePeriod + time.Second).String() + "}\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "authorization.kfamGracePeriod")
+
+	cfg, err := config.Parse([]byte(header + "mesh: {waypoint: {provision: onDemand, idleAfter: " + config.MinIdleAfter.String() + "}}\n"))
+	require.NoError(t, err)
+	for _, w := range cfg.Warnings() {
+		assert.NotContains(t, w, "idleAfter", "exactly the minimum warns nothing")
+	}
+
+	for _, limits := range []string{"methods: [GET], paths: [/x]", "ports: [8080]"} {
+		_, err = config.Parse([]byte(header + "authorization: {platformCallers: [{name: ui, principal: cluster.local/ns/kubeflow/sa/ui, onBehalfOfUser: true, " + limits + "}]}\n"))
+		require.Error(t, err, limits)
+		assert.Contains(t, err.Error(), "authorization.platformCallers[0].onBehalfOfUser", limits)
+	}
 }

@@ -61,6 +61,11 @@ func TestWaypointSizingAtItsLimitsIsAccepted(t *testing.T) {
 		`{autoscaling: {minReplicas: 2, maxReplicas: 2}}`,
 		`{resources: {requests: {cpu: "2", memory: 1Gi}}}`,
 		`{sizingOverrides: [{namespaceSelector: {matchLabels: {tier: gpu}}, maximum: {replicas: 3, resources: {cpu: "1", memory: 2Gi}}}]}`,
+		// Zero is no negative quantity, and the smallest target and budget are allowed.
+		`{resources: {requests: {memory: "0"}}}`,
+		`{resources: {requests: {cpu: 100m}}, autoscaling: {minReplicas: 1, maxReplicas: 2, targetCPUUtilizationPercentage: 1}}`,
+		`{replicas: 2, podDisruptionBudget: {minAvailable: 0}}`,
+		`{sizingOverrides: [{namespaceSelector: {matchLabels: {tier: gpu}}, maximum: {replicas: 0, resources: {cpu: "0"}}}]}`,
 	} {
 		_, err := parseWaypoint(t, w)
 		assert.NoError(t, err, w)
