@@ -334,7 +334,7 @@ func sameMetadata() []admissionv1.Variable {
 func viaStatus(vs []admissionv1.Validation) []admissionv1.Validation {
 	out := make([]admissionv1.Validation, len(vs))
 	for i, v := range vs {
-		v.Expression = "(request.subResource == 'status' && variables.sameMetadata) || (" + v.Expression + ")"
+		v.Expression = "(has(request.subResource) && request.subResource == 'status' && variables.sameMetadata) || (" + v.Expression + ")"
 		out[i] = v
 	}
 	return out

@@ -154,7 +154,8 @@ func TestATrimmingCacheKeepsTheSteadyStateFreeOfWritesOnTheAPIServer(t *testing.
 			require.NoError(t, cfg.Validate())
 			r, err := profileplugins.NewRunner(mgr.GetClient(), cfg, profileplugins.WithManager(mgr, profileplugins.CacheOptions()))
 			require.NoError(t, err)
-			require.Equal(t, []schema.GroupKind{{Kind: "ConfigMap"}}, r.Trimmed, "WithManager knows the cache trims ConfigMaps")
+			require.ElementsMatch(t, []schema.GroupKind{{Kind: "ConfigMap"}, {Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}}, r.Trimmed,
+				"WithManager knows the cache trims ConfigMaps and RoleBindings")
 
 			p := profileIn(t, env.Client, ns)
 			require.Eventually(t, func() bool {
