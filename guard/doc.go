@@ -14,7 +14,8 @@
 //     only the plugins use: the ztunnel policy, the waypoint Gateway and its seccomp ConfigMap. The
 //     owner policy's name is left to the profiles controller, which makes it in sidecar mode.
 //   - [NamespaceLabelsPolicy]: any change of the enrolment, mesh and Pod Security labels of a
-//     managed namespace.
+//     managed namespace, and of its owner annotation (which makes it managed), also through the
+//     status and finalize subresources.
 //   - [PodsPolicy], [WorkloadsPolicy], [CronJobsPolicy]: pods and pod templates that opt out of the
 //     mesh (ambient: the label istio.io/dataplane-mode=none, or the annotation sidecar.istio.io/status
 //     without an istio-proxy container, which Istio's CNI agent reads as a sidecar pod; sidecar mode:
@@ -22,7 +23,11 @@
 //     names and workloads guard.meshServiceAccounts (istiod) make; and pods or templates that point
 //     istio.io/use-waypoint anywhere but the namespace's own waypoint or istio.io/use-waypoint-namespace
 //     anywhere but their own namespace.
-//   - [ServicesPolicy]: the same two labels on Services.
+//   - [ServicesPolicy]: the same two labels on Services. Pods and Services are judged through
+//     their status subresource too, which takes labels and annotations: a status write passes
+//     when it leaves them as they were.
+//   - [BindingsPolicy]: Bindings (pods/binding and the older bindings resource) that carry a label
+//     or annotation of Istio's domain, which the API server would copy onto the pod.
 //
 // A namespace is managed when it carries the profiles controller's "owner" annotation and is
 // none of config.ReservedNamespaces. Every namespace of a Profile carries it: the profiles

@@ -28,11 +28,12 @@ const (
 	WorkloadsPolicy       = "profile-plugins-guard-workloads"
 	CronJobsPolicy        = "profile-plugins-guard-cronjobs"
 	ServicesPolicy        = "profile-plugins-guard-services"
+	BindingsPolicy        = "profile-plugins-guard-bindings"
 )
 
 // Names are the names of every policy Objects renders, each also its binding's name.
 func Names() []string {
-	return []string{ManagedObjectsPolicy, NamespaceLabelsPolicy, PodsPolicy, WorkloadsPolicy, CronJobsPolicy, ServicesPolicy}
+	return []string{ManagedObjectsPolicy, NamespaceLabelsPolicy, PodsPolicy, WorkloadsPolicy, CronJobsPolicy, ServicesPolicy, BindingsPolicy}
 }
 
 // sidecarInject is Istio's per-pod injection switch, read as a label and as an annotation.
@@ -50,7 +51,7 @@ func Objects(cfg *config.Config) ([]client.Object, error) {
 	b := builder{cfg: cfg}
 	var out []client.Object
 	for _, p := range []*admissionv1.ValidatingAdmissionPolicy{
-		b.managedObjects(), b.namespaceLabels(), b.pods(), b.workloads(), b.cronJobs(), b.services(),
+		b.managedObjects(), b.namespaceLabels(), b.pods(), b.workloads(), b.cronJobs(), b.services(), b.bindings(),
 	} {
 		out = append(out, p, Binding(p.Name))
 	}
@@ -248,15 +249,26 @@ func (b builder) namespaceLabels() *admissionv1.ValidatingAdmissionPolicy {
 	return b.policy(NamespaceLabelsPolicy, "oldObject", []admissionv1.NamedRuleWithOperations{{
 		RuleWithOperations: admissionv1.RuleWithOperations{
 			Operations: []admissionv1.OperationType{admissionv1.Update},
-			// The status subresource too: a namespace's status update carries its labels as well.
-			Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces", "namespaces/status"},
+			// The status and finalize subresources too: both keep the labels a request sends.
+			Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces", "namespaces/status", "namespaces/finalize"},
 				Scope: ptr.To(admissionv1.ClusterScope)},
 		},
 	}}, []admissionv1.Variable{{Name: "changed", Expression: keys + ".filter(k, " + changed + ")"}},
 		[]admissionv1.Validation{validation("!variables.managed || size(variables.changed) == 0",
 			"the mesh and Pod Security labels of this namespace are managed by profile-plugins"+ask,
 			"'namespace ' + object.metadata.name + ': the labels ' + variables.changed.join(', ') + ' are managed by profile-plugins, "+
-				"which sets them from its PluginConfig and the Profile'"+" + '"+ask+"'")})
+				"which sets them from its PluginConfig and the Profile'"+" + '"+ask+"'"),
+			// The owner annotation is what makes the namespace managed: without it every policy of
+			// the guard would let the next change through.
+			validation("!variables.managed || "+annotationValue("object", ownership.OwnerAnnotation)+" == "+annotationValue("oldObject", ownership.OwnerAnnotation),
+				"the owner annotation of this namespace is the profiles controller's"+ask,
+				"'namespace ' + object.metadata.name + ': the annotation "+ownership.OwnerAnnotation+" names the Profile owner and puts the namespace under the guard of profile-plugins; "+
+					"only the profiles controller and profile-plugins change it'"+" + '"+ask+"'")})
+}
+
+// annotationValue is the value of annotation key on the object o (a CEL expression), "" when unset.
+func annotationValue(o, key string) string {
+	return fmt.Sprintf("(%[1]s ? %[2]s.metadata.annotations[%[3]s] : '')", hasKey(o+".metadata", "annotations", key, ""), o, quote(key))
 }
 
 // podChecks are the validations of pod metadata m and pod spec s (CEL expressions).
@@ -354,6 +366,22 @@ func (b builder) cronJobs() *admissionv1.ValidatingAdmissionPolicy {
 		rule("batch", "v1", []string{"cronjobs"}, admissionv1.Create, admissionv1.Update),
 	}, nil, b.podChecks("object.spec.jobTemplate.spec.template.metadata", "object.spec.jobTemplate.spec.template.spec",
 		"'CronJob ' + request.namespace + '/' + object.metadata.name + ' (its pod template)'"))
+}
+
+// bindings refuses a Binding that carries Istio's metadata: the API server copies a Binding's
+// annotations, and its labels, onto the pod it binds (pods/binding, and the older bindings
+// resource), so a Binding could opt a pod out of the mesh or route it past the waypoint. The
+// scheduler's Bindings carry none.
+func (b builder) bindings() *admissionv1.ValidatingAdmissionPolicy {
+	istio := func(field string) string {
+		return fmt.Sprintf("(has(object.metadata.%[1]s) && object.metadata.%[1]s.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))", field)
+	}
+	return b.policy(BindingsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+		rule("", "v1", []string{"pods/binding", "bindings"}, admissionv1.Create),
+	}, nil, []admissionv1.Validation{validation("!variables.managed || !("+istio("labels")+" || "+istio("annotations")+")",
+		"a Binding may not carry Istio's labels or annotations: they would be copied onto the pod"+ask,
+		"'Binding ' + request.namespace + '/' + object.metadata.name + ': its Istio labels or annotations would be copied onto the pod, "+
+			"which could take it out of the mesh or past the waypoint; bind without them'"+" + '"+ask+"'")})
 }
 
 func (b builder) services() *admissionv1.ValidatingAdmissionPolicy {

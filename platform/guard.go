@@ -147,6 +147,8 @@ func guardedBy(name string) string {
 		return "changes of a user namespace's mesh and Pod Security labels"
 	case guard.ServicesPolicy:
 		return "Services pointing istio.io/use-waypoint past the namespace's waypoint"
+	case guard.BindingsPolicy:
+		return "Bindings that would copy Istio's labels or annotations onto a pod"
 	}
 	return "pods opting out of the mesh and pointing istio.io/use-waypoint past the namespace's waypoint"
 }

@@ -37,7 +37,7 @@ func TestALabelWriteNamingARecreatedNamespacesOldUIDFailsClosedOnTheAPIServer(t 
 	env := envtest.Start(t)
 	root := env.Client
 	ctx := context.Background()
-	p := profileIn(t, root, "recreated")
+	p := profileIn(t, root, "recreated-uid")
 	old := &corev1.Namespace{}
 	require.NoError(t, root.Get(ctx, client.ObjectKey{Name: p.Name}, old))
 
