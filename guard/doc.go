@@ -17,9 +17,12 @@
 //     managed namespace, and of its owner annotation (which makes it managed), also through the
 //     status and finalize subresources.
 //   - [PodsPolicy], [WorkloadsPolicy], [CronJobsPolicy]: pods and pod templates that opt out of the
-//     mesh (ambient: the label istio.io/dataplane-mode=none, or the annotation sidecar.istio.io/status
-//     without an istio-proxy container, which Istio's CNI agent reads as a sidecar pod; sidecar mode:
-//     sidecar.istio.io/inject "false" as label or annotation), except the pods guard.optOutAllowed
+//     mesh (ambient: the label istio.io/dataplane-mode=none, the annotation
+//     ambient.istio.io/bypass-inbound-capture, and sidecar.istio.io/status, which Istio's CNI agent
+//     reads as a sidecar pod, on any template, any new pod, in any update that adds it, and
+//     without an istio-proxy container; sidecar mode: sidecar.istio.io/inject other than "true" as
+//     label or annotation, traffic.sidecar.istio.io/includeInboundPorts other than "*",
+//     excludeInboundPorts, and sidecar.istio.io/interceptionMode NONE), except the pods guard.optOutAllowed
 //     names and workloads guard.meshServiceAccounts (istiod) make; and pods or templates that point
 //     istio.io/use-waypoint anywhere but the namespace's own waypoint or istio.io/use-waypoint-namespace
 //     anywhere but their own namespace.

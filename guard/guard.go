@@ -272,7 +272,7 @@ func annotationValue(o, key string) string {
 }
 
 // podChecks are the validations of pod metadata m and pod spec s (CEL expressions).
-func (b builder) podChecks(m, s, what string) []admissionv1.Validation {
+func (b builder) podChecks(m, old, s, what string) []admissionv1.Validation {
 	allowed := "false"
 	var entries []string
 	for _, o := range b.cfg.Guard.OptOutAllowed {
@@ -288,21 +288,52 @@ func (b builder) podChecks(m, s, what string) []admissionv1.Validation {
 		mesh = append(mesh, quote(serviceAccountUser(ns, name)))
 	}
 	exempt := fmt.Sprintf("!variables.managed || %s || request.userInfo.username in [%s]", allowed, strings.Join(mesh, ", "))
+	status := annotation.SidecarStatus.Name
 	var out []admissionv1.Validation
 	switch b.cfg.Mesh.Mode {
 	case config.ModeAmbient:
+		// istio-cni leaves a pod with sidecar.istio.io/status to its sidecar (cni/pkg/util
+		// podutil.go podHasSidecar), and the sidecar path then trusts the pod's own switches
+		// (inject=false, an istio-init container): a pod can only get the annotation from the
+		// injector, which an ambient namespace (istio-injection=disabled) never runs. So no pod
+		// template carries it, no pod is created with it, and no update adds it; a pod that had
+		// it (from the namespace's sidecar days) keeps it only with an istio-proxy container.
+		fresh := "!" + hasKey(m, "annotations", status, "")
+		if old != "" {
+			fresh += " || (request.operation == 'UPDATE' && " + hasKey(old, "annotations", status, "") + ")"
+		}
 		out = append(out,
 			validation(exempt+" || !"+hasKey(m, "labels", label.IoIstioDataplaneMode.Name, "none"),
 				"pods of this namespace may not opt out of the ambient mesh (istio.io/dataplane-mode=none)"+ask,
 				what+" + ': istio.io/dataplane-mode=none takes the pod out of the ambient mesh, where no policy of the namespace protects it; remove the label"+ask+"'"),
-			validation(exempt+" || !"+hasKey(m, "annotations", annotation.SidecarStatus.Name, "")+" || "+s+".containers.exists(c, c.name == "+quote(waypoint.SidecarContainer)+")",
+			validation(exempt+" || !"+hasKey(m, "annotations", annotation.AmbientBypassInboundCapture.Name, ""),
+				"pods of this namespace may not bypass ztunnel's inbound capture ("+annotation.AmbientBypassInboundCapture.Name+")"+ask,
+				what+" + ': the annotation "+annotation.AmbientBypassInboundCapture.Name+" lets every caller reach the pod past ztunnel and the namespace\\'s policies; remove it"+ask+"'"),
+			validation(exempt+" || "+fresh,
+				"only Istio's injector sets sidecar.istio.io/status, and it injects nothing in this namespace"+ask,
+				what+" + ': the annotation "+status+" makes Istio leave the pod to a sidecar, and no sidecar is injected in this ambient namespace, "+
+					"so the pod would run outside the mesh; remove it"+ask+"'"),
+			validation(exempt+" || !"+hasKey(m, "annotations", status, "")+" || "+s+".containers.exists(c, c.name == "+quote(waypoint.SidecarContainer)+")",
 				"pods of this namespace may not carry sidecar.istio.io/status without an istio-proxy container"+ask,
-				what+" + ': the annotation "+annotation.SidecarStatus.Name+" without an "+waypoint.SidecarContainer+" container makes Istio skip the pod, "+
+				what+" + ': the annotation "+status+" without an "+waypoint.SidecarContainer+" container makes Istio skip the pod, "+
 					"which then runs outside the mesh; remove it"+ask+"'"))
 	case config.ModeSidecar:
-		out = append(out, validation(exempt+" || !("+hasKey(m, "labels", sidecarInject, "false")+" || "+hasKey(m, "annotations", sidecarInject, "false")+")",
-			"pods of this namespace may not opt out of sidecar injection (sidecar.istio.io/inject=false)"+ask,
-			what+" + ': sidecar.istio.io/inject=false runs the pod without a sidecar, outside the mesh and every policy of the namespace; remove it"+ask+"'"))
+		// Istio's injector takes only "true" and "false", istio-cni reads the value with
+		// strconv.ParseBool ("0", "f", "False" skip its redirect too), and the traffic annotations
+		// take inbound ports, or all of them, out of the sidecar's capture.
+		notTrue := func(field string) string {
+			return fmt.Sprintf("(%s && %s.%s[%s] != 'true')", hasKey(m, field, sidecarInject, ""), m, field, quote(sidecarInject))
+		}
+		include, exclude, mode := annotation.SidecarTrafficIncludeInboundPorts.Name, annotation.SidecarTrafficExcludeInboundPorts.Name, annotation.SidecarInterceptionMode.Name
+		bypass := fmt.Sprintf("(%[1]s && %[2]s.annotations[%[3]s] != '*') || (%[4]s && %[2]s.annotations[%[5]s] != '') || %[6]s",
+			hasKey(m, "annotations", include, ""), m, quote(include), hasKey(m, "annotations", exclude, ""), quote(exclude), hasKey(m, "annotations", mode, "NONE"))
+		out = append(out,
+			validation(exempt+" || !("+notTrue("labels")+" || "+notTrue("annotations")+")",
+				"pods of this namespace may not opt out of sidecar injection (sidecar.istio.io/inject other than true)"+ask,
+				what+" + ': sidecar.istio.io/inject other than \\'true\\' runs the pod without a sidecar, or without its redirect, outside the mesh and every policy of the namespace; remove it"+ask+"'"),
+			validation(exempt+" || !("+bypass+")",
+				"pods of this namespace may not take inbound traffic out of the sidecar's capture"+ask,
+				what+" + ': "+include+" other than *, "+exclude+" or "+mode+"=NONE lets callers reach the pod past its sidecar and the namespace\\'s policies; remove it"+ask+"'"))
 	}
 	return append(out, b.waypointChecks(m, what)...)
 }
@@ -326,7 +357,7 @@ func (b builder) waypointChecks(m, what string) []admissionv1.Validation {
 func (b builder) pods() *admissionv1.ValidatingAdmissionPolicy {
 	return b.policy(PodsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("", "v1", []string{"pods", "pods/status"}, admissionv1.Create, admissionv1.Update),
-	}, sameMetadata(), viaStatus(b.podChecks("object.metadata", "object.spec", "'Pod ' + request.namespace + '/' + object.metadata.name")))
+	}, sameMetadata(), viaStatus(b.podChecks("object.metadata", "oldObject.metadata", "object.spec", "'Pod ' + request.namespace + '/' + object.metadata.name")))
 }
 
 // sameMetadata is the variable that says whether an update leaves the object's labels and
@@ -357,14 +388,14 @@ func (b builder) workloads() *admissionv1.ValidatingAdmissionPolicy {
 		rule("apps", "v1", []string{"deployments", "statefulsets", "daemonsets", "replicasets"}, admissionv1.Create, admissionv1.Update),
 		rule("batch", "v1", []string{"jobs"}, admissionv1.Create, admissionv1.Update),
 		rule("", "v1", []string{"replicationcontrollers"}, admissionv1.Create, admissionv1.Update),
-	}, nil, b.podChecks("object.spec.template.metadata", "object.spec.template.spec",
+	}, nil, b.podChecks("object.spec.template.metadata", "", "object.spec.template.spec",
 		"request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name + ' (its pod template)'"))
 }
 
 func (b builder) cronJobs() *admissionv1.ValidatingAdmissionPolicy {
 	return b.policy(CronJobsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("batch", "v1", []string{"cronjobs"}, admissionv1.Create, admissionv1.Update),
-	}, nil, b.podChecks("object.spec.jobTemplate.spec.template.metadata", "object.spec.jobTemplate.spec.template.spec",
+	}, nil, b.podChecks("object.spec.jobTemplate.spec.template.metadata", "", "object.spec.jobTemplate.spec.template.spec",
 		"'CronJob ' + request.namespace + '/' + object.metadata.name + ' (its pod template)'"))
 }
 

@@ -157,7 +157,7 @@ func TestTheGuardRefusesKubeflowMembersAndAdmitsTheControllerOnTheAPIServer(t *t
 			status := optOut("status")
 			status.Labels = nil
 			status.Annotations = map[string]string{"sidecar.istio.io/status": "{}"}
-			guardDenied(t, c.Create(ctx, status), guard.PodsPolicy, "makes Istio skip the pod")
+			guardDenied(t, c.Create(ctx, status), guard.PodsPolicy, "makes Istio leave the pod to a sidecar")
 			dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: p.Name}, Spec: appsv1.DeploymentSpec{
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x", "istio.io/dataplane-mode": "none"}},
@@ -257,8 +257,8 @@ func TestTheGuardsOptOutExceptionsOnTheAPIServer(t *testing.T) {
 		err := tenant.Create(ctx, pod("probe", "", off, nil), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), guard.PodsPolicy)
 	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect")
-	guardDenied(t, tenant.Create(ctx, pod("label", "", off, nil), client.DryRunAll), guard.PodsPolicy, "sidecar.istio.io/inject=false runs the pod without a sidecar")
-	guardDenied(t, tenant.Create(ctx, pod("annotation", "", nil, off), client.DryRunAll), guard.PodsPolicy, "sidecar.istio.io/inject=false")
+	guardDenied(t, tenant.Create(ctx, pod("label", "", off, nil), client.DryRunAll), guard.PodsPolicy, "sidecar.istio.io/inject other than 'true' runs the pod without a sidecar")
+	guardDenied(t, tenant.Create(ctx, pod("annotation", "", nil, off), client.DryRunAll), guard.PodsPolicy, "sidecar.istio.io/inject other than")
 	require.NoError(t, tenant.Create(ctx, pod("allowed", "pipeline-runner", nil, off), client.DryRunAll), "guard.optOutAllowed admits it")
 	require.NoError(t, tenant.Create(ctx, pod("ambient-label", "", map[string]string{"istio.io/dataplane-mode": "none"}, nil), client.DryRunAll),
 		"ambient's opt-out label means nothing in sidecar mode and is not refused")
