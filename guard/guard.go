@@ -306,6 +306,11 @@ func (b builder) podChecks(m, old, s, what string) []admissionv1.Validation {
 			validation(exempt+" || !"+hasKey(m, "labels", label.IoIstioDataplaneMode.Name, "none"),
 				"pods of this namespace may not opt out of the ambient mesh (istio.io/dataplane-mode=none)"+ask,
 				what+" + ': istio.io/dataplane-mode=none takes the pod out of the ambient mesh, where no policy of the namespace protects it; remove the label"+ask+"'"),
+			validation(exempt+" || !("+hasKey(m, "annotations", annotation.IoIstioRerouteVirtualInterfaces.Name, "")+" || "+
+				hasKey(m, "annotations", annotation.SidecarTrafficKubevirtInterfaces.Name, "")+")",
+				"pods of this namespace may not reroute an interface past ztunnel's inbound capture"+ask,
+				what+" + ': the annotations "+annotation.IoIstioRerouteVirtualInterfaces.Name+" and "+annotation.SidecarTrafficKubevirtInterfaces.Name+
+					" send what arrives on an interface out as the pod\\'s own traffic, past the namespace\\'s policies; remove them"+ask+"'"),
 			validation(exempt+" || !"+hasKey(m, "annotations", annotation.AmbientBypassInboundCapture.Name, ""),
 				"pods of this namespace may not bypass ztunnel's inbound capture ("+annotation.AmbientBypassInboundCapture.Name+")"+ask,
 				what+" + ': the annotation "+annotation.AmbientBypassInboundCapture.Name+" lets every caller reach the pod past ztunnel and the namespace\\'s policies; remove it"+ask+"'"),
@@ -325,15 +330,35 @@ func (b builder) podChecks(m, old, s, what string) []admissionv1.Validation {
 			return fmt.Sprintf("(%s && %s.%s[%s] != 'true')", hasKey(m, field, sidecarInject, ""), m, field, quote(sidecarInject))
 		}
 		include, exclude, mode := annotation.SidecarTrafficIncludeInboundPorts.Name, annotation.SidecarTrafficExcludeInboundPorts.Name, annotation.SidecarInterceptionMode.Name
-		bypass := fmt.Sprintf("(%[1]s && %[2]s.annotations[%[3]s] != '*') || (%[4]s && %[2]s.annotations[%[5]s] != '') || %[6]s",
-			hasKey(m, "annotations", include, ""), m, quote(include), hasKey(m, "annotations", exclude, ""), quote(exclude), hasKey(m, "annotations", mode, "NONE"))
+		// With istio-cni the injector itself excludes the status port (15020, or the pod's
+		// status.sidecar.istio.io/port), and nothing else.
+		statusPort := annotation.SidecarStatusPort.Name
+		excluded := fmt.Sprintf("%[1]s.annotations[%[2]s]", m, quote(exclude))
+		injectorsOwn := fmt.Sprintf("(%[1]s == '' || %[1]s == '15020' || (%[2]s && %[1]s == %[3]s.annotations[%[4]s]))",
+			excluded, hasKey(m, "annotations", statusPort, ""), m, quote(statusPort))
+		bypass := fmt.Sprintf("(%[1]s && %[2]s.annotations[%[3]s] != '*') || (%[4]s && !%[5]s) || %[6]s || %[7]s || %[8]s || %[9]s",
+			hasKey(m, "annotations", include, ""), m, quote(include), hasKey(m, "annotations", exclude, ""), injectorsOwn, hasKey(m, "annotations", mode, "NONE"),
+			hasKey(m, "annotations", annotation.SidecarTrafficExcludeInterfaces.Name, ""),
+			hasKey(m, "annotations", annotation.SidecarTrafficKubevirtInterfaces.Name, ""),
+			hasKey(m, "annotations", annotation.IoIstioRerouteVirtualInterfaces.Name, ""))
+		// istio-cni skips the redirect of a pod whose istio-proxy container does not run a sidecar
+		// proxy (DISABLE_ENVOY, or args other than the sidecar's); the injector merges the pod's own
+		// istio-proxy container over its template.
+		proxy := quote(waypoint.SidecarContainer)
+		noProxy := fmt.Sprintf("%[1]s.containers.exists(c, c.name == %[2]s && ((has(c.env) && c.env.exists(e, e.name == 'DISABLE_ENVOY' && has(e.value) && e.value == 'true')) || "+
+			"(has(c.args) && c.args.exists(a, a == 'router'))))", s, proxy)
 		out = append(out,
 			validation(exempt+" || !("+notTrue("labels")+" || "+notTrue("annotations")+")",
 				"pods of this namespace may not opt out of sidecar injection (sidecar.istio.io/inject other than true)"+ask,
 				what+" + ': sidecar.istio.io/inject other than \\'true\\' runs the pod without a sidecar, or without its redirect, outside the mesh and every policy of the namespace; remove it"+ask+"'"),
 			validation(exempt+" || !("+bypass+")",
 				"pods of this namespace may not take inbound traffic out of the sidecar's capture"+ask,
-				what+" + ': "+include+" other than *, "+exclude+" or "+mode+"=NONE lets callers reach the pod past its sidecar and the namespace\\'s policies; remove it"+ask+"'"))
+				what+" + ': "+include+" other than *, "+exclude+" beyond the status port, "+mode+"=NONE, or an excluded or rerouted interface "+
+					"lets callers reach the pod past its sidecar and the namespace\\'s policies; remove it"+ask+"'"),
+			validation(exempt+" || !"+noProxy,
+				"the istio-proxy container of a pod in this namespace must run the sidecar proxy"+ask,
+				what+" + ': an istio-proxy container with DISABLE_ENVOY=true or the router proxy makes istio-cni skip the pod\\'s redirect, "+
+					"so callers reach it past the namespace\\'s policies; remove them"+ask+"'"))
 	}
 	return append(out, b.waypointChecks(m, what)...)
 }
