@@ -144,6 +144,12 @@ func TestTheGuardKeepsGuardedMetadataWhateverTheWayOnTheAPIServer(t *testing.T) 
 			Labels:      map[string]string{"istio.io/dataplane-mode": "none", "istio.io/use-waypoint": "elsewhere"},
 			Annotations: map[string]string{"sidecar.istio.io/status": `{"containers":["istio-proxy"]}`}},
 			Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}
+		// Each policy takes effect on its own, some time after it is created: wait for this one
+		// with dry runs, which bind nothing.
+		require.Eventually(t, func() bool {
+			err := writer.SubResource("binding").Create(ctx, pod, b.DeepCopy(), client.DryRunAll)
+			return err != nil && strings.Contains(err.Error(), guard.BindingsPolicy)
+		}, 30*time.Second, 200*time.Millisecond, "the guard refuses a Binding carrying Istio's metadata")
 		t.Logf("binding: %v", writer.SubResource("binding").Create(ctx, pod, b))
 		got := &corev1.Pod{}
 		require.NoError(t, root.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: pod.Name}, got))
