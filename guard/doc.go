@@ -22,7 +22,11 @@
 //     reads as a sidecar pod, on any template, any new pod, in any update that adds it, and
 //     without an istio-proxy container; sidecar mode: sidecar.istio.io/inject other than "true" as
 //     label or annotation, traffic.sidecar.istio.io/includeInboundPorts other than "*",
-//     excludeInboundPorts, and sidecar.istio.io/interceptionMode NONE), except the pods guard.optOutAllowed
+//     excludeInboundPorts beyond the status port, sidecar.istio.io/interceptionMode NONE, excluded
+//     or rerouted interfaces, proxy.istio.io/config, inject.istio.io/templates other than
+//     "sidecar", an istio-proxy container or init container with DISABLE_ENVOY true or a proxy
+//     type other than sidecar, a container named istio-init under istio-cni, and a pod a user
+//     creates without istio-proxy, that is, one Istio did not inject), except the pods guard.optOutAllowed
 //     names and workloads guard.meshServiceAccounts (istiod) make; and pods or templates that point
 //     istio.io/use-waypoint anywhere but the namespace's own waypoint or istio.io/use-waypoint-namespace
 //     anywhere but their own namespace.

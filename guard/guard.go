@@ -330,37 +330,78 @@ func (b builder) podChecks(m, old, s, what string) []admissionv1.Validation {
 			return fmt.Sprintf("(%s && %s.%s[%s] != 'true')", hasKey(m, field, sidecarInject, ""), m, field, quote(sidecarInject))
 		}
 		include, exclude, mode := annotation.SidecarTrafficIncludeInboundPorts.Name, annotation.SidecarTrafficExcludeInboundPorts.Name, annotation.SidecarInterceptionMode.Name
-		// With istio-cni the injector itself excludes the status port (15020, or the pod's
-		// status.sidecar.istio.io/port), and nothing else.
+		// With istio-cni the injector itself excludes the status port and nothing else; the
+		// status port stays Istio's 15020 (or 0, none), since the injector excludes whatever
+		// status.sidecar.istio.io/port names (pkg/kube/inject/template.go excludeInboundPort).
 		statusPort := annotation.SidecarStatusPort.Name
 		excluded := fmt.Sprintf("%[1]s.annotations[%[2]s]", m, quote(exclude))
-		injectorsOwn := fmt.Sprintf("(%[1]s == '' || %[1]s == '15020' || (%[2]s && %[1]s == %[3]s.annotations[%[4]s]))",
-			excluded, hasKey(m, "annotations", statusPort, ""), m, quote(statusPort))
-		bypass := fmt.Sprintf("(%[1]s && %[2]s.annotations[%[3]s] != '*') || (%[4]s && !%[5]s) || %[6]s || %[7]s || %[8]s || %[9]s",
+		injectorsOwn := fmt.Sprintf("(%[1]s == '' || %[1]s == '15020')", excluded)
+		bypass := fmt.Sprintf("(%[1]s && %[2]s.annotations[%[3]s] != '*') || (%[4]s && !%[5]s) || %[6]s || %[7]s || %[8]s || %[9]s || (%[10]s && !(%[2]s.annotations[%[11]s] in ['', '0', '15020']))",
 			hasKey(m, "annotations", include, ""), m, quote(include), hasKey(m, "annotations", exclude, ""), injectorsOwn, hasKey(m, "annotations", mode, "NONE"),
 			hasKey(m, "annotations", annotation.SidecarTrafficExcludeInterfaces.Name, ""),
 			hasKey(m, "annotations", annotation.SidecarTrafficKubevirtInterfaces.Name, ""),
-			hasKey(m, "annotations", annotation.IoIstioRerouteVirtualInterfaces.Name, ""))
-		// istio-cni skips the redirect of a pod whose istio-proxy container does not run a sidecar
-		// proxy (DISABLE_ENVOY, or args other than the sidecar's); the injector merges the pod's own
-		// istio-proxy container over its template.
-		proxy := quote(waypoint.SidecarContainer)
-		noProxy := fmt.Sprintf("%[1]s.containers.exists(c, c.name == %[2]s && ((has(c.env) && c.env.exists(e, e.name == 'DISABLE_ENVOY' && has(e.value) && e.value == 'true')) || "+
-			"(has(c.args) && c.args.exists(a, a == 'router'))))", s, proxy)
+			hasKey(m, "annotations", annotation.IoIstioRerouteVirtualInterfaces.Name, ""),
+			hasKey(m, "annotations", statusPort, ""), quote(statusPort))
 		out = append(out,
 			validation(exempt+" || !("+notTrue("labels")+" || "+notTrue("annotations")+")",
 				"pods of this namespace may not opt out of sidecar injection (sidecar.istio.io/inject other than true)"+ask,
 				what+" + ': sidecar.istio.io/inject other than \\'true\\' runs the pod without a sidecar, or without its redirect, outside the mesh and every policy of the namespace; remove it"+ask+"'"),
 			validation(exempt+" || !("+bypass+")",
 				"pods of this namespace may not take inbound traffic out of the sidecar's capture"+ask,
-				what+" + ': "+include+" other than *, "+exclude+" beyond the status port, "+mode+"=NONE, or an excluded or rerouted interface "+
-					"lets callers reach the pod past its sidecar and the namespace\\'s policies; remove it"+ask+"'"),
-			validation(exempt+" || !"+noProxy,
-				"the istio-proxy container of a pod in this namespace must run the sidecar proxy"+ask,
-				what+" + ': an istio-proxy container with DISABLE_ENVOY=true or the router proxy makes istio-cni skip the pod\\'s redirect, "+
-					"so callers reach it past the namespace\\'s policies; remove them"+ask+"'"))
+				what+" + ': "+include+" other than *, "+exclude+" beyond the status port, "+statusPort+" other than 15020, "+mode+"=NONE, or an excluded or rerouted interface "+
+					"lets callers reach the pod past its sidecar and the namespace\\'s policies; remove it"+ask+"'"))
+		out = append(out, b.sidecarContainerChecks(m, old, s, what, exempt)...)
 	}
 	return append(out, b.waypointChecks(m, what)...)
+}
+
+// sidecarContainerChecks are the sidecar-mode checks of the containers Istio reads (pod metadata
+// m, spec s): what makes istio-cni skip a pod's redirect (cni/pkg/plugin/plugin.go doAddRun: an
+// istio-init container, DISABLE_ENVOY on istio-proxy read with strconv.ParseBool, a proxy type
+// other than sidecar, no istio-proxy at all), looked for among the init containers too, where the
+// injector puts istio-proxy when native sidecars are on (cni/pkg/plugin/kubernetes.go containers);
+// and the two annotations that reshape the sidecar the injector adds. Kubernetes' controllers,
+// which the guard trusts, create the pods of workloads, so their templates are judged before
+// injection and only the pods a user creates are seen as injected.
+func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []admissionv1.Validation {
+	all := fmt.Sprintf("(has(%[1]s.initContainers) ? %[1]s.containers + %[1]s.initContainers : %[1]s.containers)", s)
+	proxy := quote(waypoint.SidecarContainer)
+	noProxy := fmt.Sprintf("%[1]s.exists(c, c.name == %[2]s && ((has(c.env) && c.env.exists(e, e.name == 'DISABLE_ENVOY' && has(e.value) && e.value in ['1', 't', 'T', 'TRUE', 'true', 'True'])) || "+
+		"(has(c.args) && size(c.args) >= 2 && c.args[0] == 'proxy' && c.args[1] != 'sidecar')))", all, proxy)
+	templates, proxyConfig := annotation.InjectTemplates.Name, annotation.ProxyConfig.Name
+	out := []admissionv1.Validation{
+		validation(exempt+" || !"+noProxy,
+			"the istio-proxy container of a pod in this namespace must run the sidecar proxy"+ask,
+			what+" + ': an istio-proxy container (or init container) with DISABLE_ENVOY set true or a proxy type other than sidecar makes istio-cni skip the pod\\'s redirect, "+
+				"so callers reach it past the namespace\\'s policies; remove them"+ask+"'"),
+		// The annotation sets any field of the sidecar's proxy config (proxyMetadata becomes the
+		// environment of istio-proxy, DISABLE_ENVOY among it; interceptionMode NONE drops the
+		// redirect), in YAML no CEL expression can read reliably; and a template other than
+		// "sidecar" injects another proxy (grpc-agent runs none).
+		validation(exempt+" || !"+hasKey(m, "annotations", proxyConfig, ""),
+			"pods of this namespace may not reshape their sidecar with "+proxyConfig+ask,
+			what+" + ': the annotation "+proxyConfig+" can switch off the sidecar\\'s capture or its proxy; remove it"+ask+"'"),
+		validation(exempt+" || !"+hasKey(m, "annotations", templates, "")+" || "+m+".annotations["+quote(templates)+"] == 'sidecar'",
+			"pods of this namespace may be injected only with Istio's sidecar template"+ask,
+			what+" + ': "+templates+"=' + "+m+".annotations["+quote(templates)+"] + ' injects something other than the sidecar, which may run no proxy; remove it"+ask+"'"),
+	}
+	if *b.cfg.Mesh.IstioCNI || old == "" {
+		// With istio-cni the injector adds istio-validation, never istio-init; without it, it adds
+		// its own istio-init, after templates are judged, and merges a template's over it.
+		out = append(out, validation(exempt+" || !"+all+".exists(c, c.name == 'istio-init')",
+			"a container named istio-init is Istio's to add"+ask,
+			what+" + ': istio-cni skips the redirect of a pod with a container named istio-init, and Istio\\'s injector merges one over its own, "+
+				"so callers would reach the pod past the namespace\\'s policies; rename it"+ask+"'"))
+	}
+	if old != "" {
+		// A pod a user creates is seen as the injector left it: without istio-proxy it was not
+		// injected and runs outside the mesh.
+		out = append(out, validation(exempt+" || request.operation != 'CREATE' || "+all+".exists(c, c.name == "+proxy+")",
+			"pods of this namespace run with Istio's sidecar"+ask,
+			what+" + ': the pod has no "+waypoint.SidecarContainer+" container, so it was not injected and would run outside the mesh and every policy of the namespace; "+
+				"create it where injection is on, without switching it off"+ask+"'"))
+	}
+	return out
 }
 
 // waypointChecks refuse routing labels of an object (metadata m) that point past the namespace's

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	psaapi "k8s.io/pod-security-admission/api"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/guard"
@@ -81,6 +82,31 @@ func TestTheOptOutRefusedFollowsTheMeshMode(t *testing.T) {
 			}
 		}
 		assert.Contains(t, strings.Join(exprs, "\n"), want, mode)
+	}
+}
+
+// Without istio-cni the injector adds its own istio-init to the pods it injects, so only pod
+// templates (judged before injection) may not carry one; with istio-cni no pod may.
+func TestAnIstioInitContainerIsRefusedWhereTheInjectorAddsNone(t *testing.T) {
+	for _, cni := range []bool{true, false} {
+		cfg := config.Default()
+		cfg.Mesh.Mode, cfg.Mesh.IstioCNI = config.ModeSidecar, &cni
+		if !cni {
+			cfg.PodSecurity.Enforce.Level = psaapi.LevelPrivileged // istio-init needs NET_ADMIN
+		}
+		objs, err := guard.Objects(cfg)
+		require.NoError(t, err)
+		refuses := map[string]bool{}
+		for _, o := range objs {
+			if p, ok := o.(*admissionv1.ValidatingAdmissionPolicy); ok {
+				for _, v := range p.Spec.Validations {
+					refuses[p.Name] = refuses[p.Name] || strings.Contains(v.Expression, "c.name == 'istio-init'")
+				}
+			}
+		}
+		assert.Equal(t, cni, refuses[guard.PodsPolicy], "pods, istioCNI %v", cni)
+		assert.True(t, refuses[guard.WorkloadsPolicy], "workloads, istioCNI %v", cni)
+		assert.True(t, refuses[guard.CronJobsPolicy], "cronjobs, istioCNI %v", cni)
 	}
 }
 

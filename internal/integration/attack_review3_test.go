@@ -70,13 +70,7 @@ func pinnedThroughASidecarSwitch(t *testing.T) (client.Client, *profilev1.Profil
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "update", "patch"}},
 	}}))
 	fixture.ClusterAdmin(t, root, "profile-plugins", rbacv1.Subject{Kind: "ServiceAccount", Name: "profile-plugins", Namespace: "kubeflow"})
-	cfg := config.Default()
-	require.NoError(t, cfg.Validate())
-	objs, err := guard.Objects(cfg)
-	require.NoError(t, err)
-	for _, o := range objs {
-		require.NoError(t, root.Create(ctx, o))
-	}
+	cfg := installGuard(t, root, config.ModeAmbient)
 	controller := as(t, env, controllerUser, "system:serviceaccounts", "system:serviceaccounts:kubeflow")
 	p := profileIn(t, root, "pinned")
 	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "wil-namespaces"},

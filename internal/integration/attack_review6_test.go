@@ -56,14 +56,7 @@ func TestThePodsPolicyRefusesEveryInboundCaptureOptOutOnTheAPIServer(t *testing.
 		t.Run(string(mode), func(t *testing.T) {
 			env := envtest.StartFresh(t, 0)
 			ctx := context.Background()
-			cfg := config.Default()
-			cfg.Mesh.Mode = mode
-			require.NoError(t, cfg.Validate())
-			objs, err := guard.Objects(cfg)
-			require.NoError(t, err)
-			for _, o := range objs {
-				require.NoError(t, env.Client.Create(ctx, o))
-			}
+			installGuard(t, env.Client, mode)
 			ns := "r6-" + string(mode)
 			profileIn(t, env.Client, ns)
 			member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r6-kubeflow-edit-pods", contributorPodRules)

@@ -5,6 +5,7 @@ package integration
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -39,16 +40,31 @@ import (
 // injected pod a non-kube-system identity creates (kubectl run, an operator that creates pods) is
 // refused, and so is every later metadata update of any injected pod.
 func TestReview7InboundSwitchesThePodsPolicyMissesAndTheInjectedPodItRefuses(t *testing.T) {
-	optOuts := review7OptOuts()
-	if openFindings {
-		// R7-2b, open: istio-cni skips the redirect of a pod with an init container named
-		// istio-init, and with istio-cni the injector adds none of its own, so the guard cannot
-		// tell the pod's from the injector's without knowing how Istio is installed.
-		p := podWith(nil)
-		p.Spec.InitContainers = []corev1.Container{{Name: "istio-init", Image: "registry.example.com/noop:1"}}
-		optOuts[config.ModeSidecar]["an init container named istio-init"] = p
-	}
-	runReview7(t, optOuts)
+	runReview7(t, review7OptOuts())
+}
+
+// injectedPod is a pod as Istio's injector leaves it with istio-cni (injection-template.yaml,
+// pilot.cni.enabled): the sidecar-mode cases below each change one thing of it, so each is refused
+// for its own reason.
+func injectedPod() *corev1.Pod {
+	p := podWith(map[string]string{
+		"sidecar.istio.io/status":                      `{"initContainers":["istio-validation"],"containers":["istio-proxy"]}`,
+		"sidecar.istio.io/interceptionMode":            "REDIRECT",
+		"traffic.sidecar.istio.io/includeInboundPorts": "*",
+		"traffic.sidecar.istio.io/excludeInboundPorts": "15020",
+		"istio.io/rev": "default",
+	}, "istio-proxy")
+	p.Spec.Containers[1].Args = []string{"proxy", "sidecar", "--domain", "$(POD_NAMESPACE).svc.cluster.local"}
+	p.Spec.InitContainers = []corev1.Container{{Name: "istio-validation", Image: "registry.example.com/proxyv2:1",
+		Args: []string{"istio-iptables", "--run-validation", "--skip-rule-apply"}}}
+	return p
+}
+
+// injectedWith is injectedPod changed by change.
+func injectedWith(change func(p *corev1.Pod)) *corev1.Pod {
+	p := injectedPod()
+	change(p)
+	return p
 }
 
 // review7OptOuts are the pods, per mode, whose inbound traffic Istio would leave uncaptured.
@@ -58,46 +74,36 @@ func review7OptOuts() map[config.MeshMode]map[string]*corev1.Pod {
 			"reroute-virtual-interfaces": podWith(map[string]string{"istio.io/reroute-virtual-interfaces": "eth0"}),
 		},
 		config.ModeSidecar: {
-			"excludeInterfaces": podWith(map[string]string{"traffic.sidecar.istio.io/excludeInterfaces": "eth0"}),
-			"istio-proxy with DISABLE_ENVOY": func() *corev1.Pod {
-				p := podWith(nil, "istio-proxy")
+			"excludeInterfaces": injectedWith(func(p *corev1.Pod) {
+				p.Annotations["traffic.sidecar.istio.io/excludeInterfaces"] = "eth0"
+			}),
+			"istio-proxy with DISABLE_ENVOY": injectedWith(func(p *corev1.Pod) {
 				p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "DISABLE_ENVOY", Value: "true"}}
-				return p
-			}(),
-			"istio-proxy with proxy type router": func() *corev1.Pod {
-				p := podWith(nil, "istio-proxy")
+			}),
+			"istio-proxy with proxy type router": injectedWith(func(p *corev1.Pod) {
 				p.Spec.Containers[1].Args = []string{"proxy", "router"}
-				return p
-			}(),
+			}),
+			// R7-2b: with istio-cni (mesh.istioCNI, the default) the injector adds no istio-init.
+			"an init container named istio-init": injectedWith(func(p *corev1.Pod) {
+				p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "istio-init", Image: "registry.example.com/noop:1"})
+			}),
 		},
 	}
 }
 
 // runReview7 creates each opt-out pod as a kubeflow-edit member and wants the guard to refuse it,
-// and an injected pod, which it must admit.
+// and, in sidecar mode, the injected pod, which it must admit. It starts an API server only for the
+// modes optOuts names.
 func runReview7(t *testing.T, optOuts map[config.MeshMode]map[string]*corev1.Pod) {
-	// A pod as Istio's injector leaves it with istio-cni (injection-template.yaml, pilot.cni.enabled).
-	injected := podWith(map[string]string{
-		"sidecar.istio.io/status":                      `{"initContainers":["istio-validation"],"containers":["istio-proxy"]}`,
-		"sidecar.istio.io/interceptionMode":            "REDIRECT",
-		"traffic.sidecar.istio.io/includeInboundPorts": "*",
-		"traffic.sidecar.istio.io/excludeInboundPorts": "15020",
-		"istio.io/rev": "default",
-	}, "istio-proxy")
-	injected.Spec.InitContainers = []corev1.Container{{Name: "istio-validation", Image: "registry.example.com/proxyv2:1"}}
-
+	injected := injectedPod()
 	for _, mode := range []config.MeshMode{config.ModeAmbient, config.ModeSidecar} {
+		if optOuts[mode] == nil {
+			continue
+		}
 		t.Run(string(mode), func(t *testing.T) {
 			env := envtest.StartFresh(t, 0)
 			ctx := context.Background()
-			cfg := config.Default()
-			cfg.Mesh.Mode = mode
-			require.NoError(t, cfg.Validate())
-			objs, err := guard.Objects(cfg)
-			require.NoError(t, err)
-			for _, o := range objs {
-				require.NoError(t, env.Client.Create(ctx, o))
-			}
+			installGuard(t, env.Client, mode)
 			ns := "r7-" + string(mode)
 			profileIn(t, env.Client, ns)
 			member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r7-kubeflow-edit-pods", contributorPodRules)
@@ -112,7 +118,7 @@ func runReview7(t *testing.T, optOuts map[config.MeshMode]map[string]*corev1.Pod
 			}, 30*time.Second, 200*time.Millisecond, "the guard takes effect and refuses the opt-out it knows")
 			for name, p := range optOuts[mode] {
 				p = p.DeepCopy()
-				p.Name, p.Namespace = strings.ToLower(strings.NewReplacer(" ", "-", "_", "-").Replace(name)), ns
+				p.Name, p.Namespace = objectName(name), ns
 				err := member.Create(ctx, p, client.DryRunAll)
 				t.Logf("%s: %v", name, err)
 				if assert.Error(t, err, "%s: a pod that Istio leaves uncaptured on inbound is admitted by a kubeflow-edit member", name) {
@@ -128,4 +134,24 @@ func runReview7(t *testing.T, optOuts map[config.MeshMode]map[string]*corev1.Pod
 			}
 		})
 	}
+}
+
+// objectName is a valid object name made of a test case's description.
+func objectName(desc string) string {
+	return strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(desc), "-"), "-")
+}
+
+// installGuard creates the guard of the default PluginConfig in mesh mode on the API server c
+// and returns that configuration.
+func installGuard(t *testing.T, c client.Client, mode config.MeshMode) *config.Config {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Mesh.Mode = mode
+	require.NoError(t, cfg.Validate())
+	objs, err := guard.Objects(cfg)
+	require.NoError(t, err)
+	for _, o := range objs {
+		require.NoError(t, c.Create(context.Background(), o))
+	}
+	return cfg
 }
