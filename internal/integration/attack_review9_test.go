@@ -1,0 +1,119 @@
+package integration
+
+// The ninth review (review9) of the guard at e0c48c8.
+//
+// Finding R9-1: an Endpoints (or EndpointSlice) address whose targetRef names a pod of another
+// namespace makes istiod count that pod as a member of the writer's Service
+// (pilot/pkg/serviceregistry/ambient/workloads.go podWorkloadBuilder, matchingServicesWithoutSelectors,
+// endpointSliceAddressIndex: the index is keyed by the targetRef's kind, namespace, name and UID,
+// and nothing compares the targetRef's namespace with the slice's). The pod's workload then lists
+// the writer's Service, and with istiod's PILOT_AUTO_ALLOW_WAYPOINT_POLICY
+// (pilot/pkg/features/ambient.go DefaultAllowFromWaypoint) implicitWaypointPolicies gives the pod
+// an ALLOW policy for the waypoint of every Service it is a member of: the writer's namespace's
+// waypoint, which ztunnel ORs with the namespace's own ztunnel policy (ztunnel assert_rbac joins
+// namespace, global and workload policies, whatever their namespace). kubeflow-edit may write
+// Services and Endpoints (kubeflow-kubernetes-edit), and kube-controller-manager's EndpointSlice
+// mirroring copies an Endpoints' targetRefs into the slice istiod reads.
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/guard"
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+)
+
+// review9EndpointRules are kubeflow-edit's rules on Services and Endpoints
+// (kubeflow-kubernetes-edit), and EndpointSlices, which no Kubeflow role grants, to show that a
+// role that does is judged the same.
+var review9EndpointRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"services", "endpoints"}, Verbs: []string{"create", "update", "patch", "delete"}},
+	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"create", "update", "patch", "delete"}},
+}
+
+func TestReview9EndpointsPointingAtAnotherNamespacesPodAreRefused(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	ctx := context.Background()
+	installGuard(t, env.Client, config.ModeAmbient)
+	victim, attacker := "r9-victim", "r9-attacker"
+	profileIn(t, env.Client, victim)
+	profileIn(t, env.Client, attacker)
+	member := bound(t, env, userBinding(attacker, "member-edit", editor, nil), "r9-kubeflow-edit-endpoints", review9EndpointRules)
+
+	// The victim's pod, as the owner's workload made it: its name and UID are what the attacker needs.
+	pod := podWith(nil)
+	pod.Name, pod.Namespace = "model", victim
+	require.NoError(t, env.Client.Create(ctx, pod))
+	own := podWith(nil)
+	own.Name, own.Namespace = "own", attacker
+	require.NoError(t, env.Client.Create(ctx, own))
+
+	require.Eventually(t, func() bool {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: attacker, Labels: map[string]string{"istio.io/use-waypoint": "elsewhere"}},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+		err := member.Create(ctx, s, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), guard.ServicesPolicy)
+	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect and refuses a Service routed past the waypoint")
+
+	// A Service without a selector, whose endpoints the member writes by hand: admitted.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "borrowed", Namespace: attacker},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	require.NoError(t, member.Create(ctx, svc), "a Service without a selector is refused")
+
+	ref := func(p *corev1.Pod) *corev1.ObjectReference {
+		return &corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}
+	}
+	endpoints := func(ready, notReady []corev1.EndpointAddress) *corev1.Endpoints {
+		return &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: attacker},
+			Subsets: []corev1.EndpointSubset{{Addresses: ready, NotReadyAddresses: notReady,
+				Ports: []corev1.EndpointPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}}}}
+	}
+	slice := func(r *corev1.ObjectReference) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc.Name + "-manual", Namespace: attacker,
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.7"}, TargetRef: r}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}}}
+	}
+	at := func(r *corev1.ObjectReference) corev1.EndpointAddress {
+		return corev1.EndpointAddress{IP: "10.244.1.7", TargetRef: r}
+	}
+
+	for name, obj := range map[string]client.Object{
+		"Endpoints naming the other namespace's pod":                   endpoints([]corev1.EndpointAddress{at(ref(pod))}, nil),
+		"Endpoints naming the other namespace's pod as not ready":      endpoints(nil, []corev1.EndpointAddress{at(ref(pod))}),
+		"EndpointSlice naming the other namespace's pod":               slice(ref(pod)),
+		"Endpoints naming the other namespace's pod after its own pod": endpoints([]corev1.EndpointAddress{at(ref(own)), at(ref(pod))}, nil),
+	} {
+		err := member.Create(ctx, obj, client.DryRunAll)
+		t.Logf("%s: %v", name, err)
+		if assert.Error(t, err, "%s: admitted for a kubeflow-edit member of another namespace", name) {
+			assert.Contains(t, err.Error(), guard.ServicesPolicy, "%s: refused, but not by the guard", name)
+		}
+	}
+	// What Services without a selector are for: addresses of their own namespace's pods, or of no
+	// pod, and a platform namespace's (Knative's public Endpoints copy its activator's, in
+	// knative-serving, which a working configuration names as a platform caller and so reserves).
+	platform := &corev1.ObjectReference{Kind: "Pod", Namespace: "istio-system", Name: "activator-0"}
+	for name, obj := range map[string]client.Object{
+		"Endpoints naming its own namespace's pod":     endpoints([]corev1.EndpointAddress{at(ref(own))}, nil),
+		"Endpoints naming no pod":                      endpoints([]corev1.EndpointAddress{at(nil)}, nil),
+		"Endpoints naming a reserved namespace's pod":  endpoints([]corev1.EndpointAddress{at(platform)}, nil),
+		"EndpointSlice naming its own namespace's pod": slice(ref(own)),
+		"EndpointSlice naming no pod":                  slice(nil),
+	} {
+		assert.NoError(t, member.Create(ctx, obj, client.DryRunAll), "%s: refused", name)
+	}
+}
