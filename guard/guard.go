@@ -482,7 +482,53 @@ func (b builder) bindings() *admissionv1.ValidatingAdmissionPolicy {
 }
 
 func (b builder) services() *admissionv1.ValidatingAdmissionPolicy {
-	return b.policy(ServicesPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+	p := b.policy(ServicesPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("", "v1", []string{"services", "services/status"}, admissionv1.Create, admissionv1.Update),
 	}, sameMetadata(), viaStatus(b.waypointChecks("object.metadata", "'Service ' + request.namespace + '/' + object.metadata.name")))
+	b.withEndpointChecks(p)
+	return p
+}
+
+// withEndpointChecks adds to the services policy p the endpoints of Services without a selector:
+// an address whose targetRef names a pod of another namespace is refused unless that namespace is
+// reserved (never managed). istiod counts the pod a targetRef names as a member of the slice's
+// Service whatever the two namespaces (pilot/pkg/serviceregistry/ambient/workloads.go
+// matchingServicesWithoutSelectors, endpointSliceAddressIndex), so the other namespace's pod would
+// list this namespace's Service, and with istiod's PILOT_AUTO_ALLOW_WAYPOINT_POLICY be given an
+// ALLOW policy for this namespace's waypoint (implicitWaypointPolicies), which ztunnel joins to the
+// pod's own namespace's. kube-controller-manager mirrors an Endpoints' targetRefs into the
+// EndpointSlice istiod reads. Knative's public Endpoints copy its activator's (knative-serving):
+// a configuration that names the activator as a platform caller reserves that namespace.
+func (b builder) withEndpointChecks(p *admissionv1.ValidatingAdmissionPolicy) {
+	// The Services' checks stay theirs: istiod reads no waypoint label of an endpoint slice.
+	for i := range p.Spec.Validations {
+		p.Spec.Validations[i].Expression = "request.resource.resource != 'services' || (" + p.Spec.Validations[i].Expression + ")"
+	}
+	p.Spec.MatchConstraints.ResourceRules = append(p.Spec.MatchConstraints.ResourceRules,
+		rule("", "v1", []string{"endpoints"}, admissionv1.Create, admissionv1.Update),
+		rule("discovery.k8s.io", "v1", []string{"endpointslices"}, admissionv1.Create, admissionv1.Update))
+	var reserved []string
+	for _, r := range b.reservedNamespaces() {
+		reserved = append(reserved, reservedExpr("a.targetRef.namespace", r))
+	}
+	ok := "(!has(a.targetRef) || !has(a.targetRef.kind) || a.targetRef.kind != 'Pod' || !has(a.targetRef.namespace) || " +
+		"a.targetRef.namespace == '' || a.targetRef.namespace == request.namespace || " + strings.Join(reserved, " || ") + ")"
+	addresses := func(list string) string {
+		return fmt.Sprintf("(!has(s.%[1]s) || s.%[1]s.all(a, %[2]s))", list, ok)
+	}
+	endpoints := "request.resource.resource != 'endpoints' || !has(object.subsets) || object.subsets.all(s, " +
+		addresses("addresses") + " && " + addresses("notReadyAddresses") + ")"
+	sliceOK := "request.resource.resource != 'endpointslices' || !has(object.endpoints) || object.endpoints.all(a, " + ok + ")"
+	what := "request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name"
+	p.Spec.Validations = append(p.Spec.Validations, validation("!variables.managed || (("+endpoints+") && ("+sliceOK+"))",
+		"an endpoint address of this namespace may name only this namespace's pods"+ask,
+		what+" + ': an address whose targetRef names a pod of another namespace makes Istio count that pod as a member of this namespace\\'s Service, "+
+			"and can make it admit this namespace\\'s waypoint; name only this namespace\\'s pods, or none"+ask+"'"))
+}
+
+// reservedNamespaces are the names and patterns of the namespaces never managed, as managed reads them.
+func (b builder) reservedNamespaces() []string {
+	reserved := append(ownership.AlwaysReserved(), b.cfg.ReservedNamespaces()...)
+	slices.Sort(reserved)
+	return slices.Compact(reserved)
 }
