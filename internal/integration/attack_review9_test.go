@@ -27,6 +27,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -116,4 +117,94 @@ func TestReview9EndpointsPointingAtAnotherNamespacesPodAreRefused(t *testing.T) 
 	} {
 		assert.NoError(t, member.Create(ctx, obj, client.DryRunAll), "%s: refused", name)
 	}
+}
+
+// Finding R9-2: Kubeflow's PodDefaults (kubeflow.org/v1alpha1, kubeflow-edit through
+// kubeflow-poddefaults-edit, kubeflow/manifests applications/admission-webhook) are applied by a
+// mutating webhook to every pod created in a Profile's namespace (namespaceSelector
+// app.kubernetes.io/part-of=kubeflow-profile), whoever creates it: the webhook merges a PodDefault's
+// spec.labels and spec.annotations into the pod's, and its spec.env into every container's
+// (kubeflow/kubeflow components/admission-webhook/main.go applyPodDefaultsOnPod, mergeMap,
+// applyPodDefaultsOnContainer). The pods of workloads are created by kube-controller-manager, whose
+// requests the guard trusts, after their templates were judged: a PodDefault selecting a clean
+// template's pods puts istio.io/dataplane-mode=none (istio-cni's enablement selector,
+// cni/pkg/util/enablement_selector.go) or ambient.istio.io/bypass-inbound-capture
+// (cni/pkg/nodeagent/net.go getPodLevelTrafficOverrides) on pods no policy judges.
+
+// podDefaultCRD is the PodDefault CRD with the fields the webhook copies onto pods, as
+// applications/admission-webhook/upstream/base/crd.yaml types them.
+func podDefaultCRD() *unstructured.Unstructured {
+	str := map[string]any{"type": "string"}
+	strMap := map[string]any{"type": "object", "additionalProperties": str}
+	objects := map[string]any{"type": "array", "items": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+	spec := map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": map[string]any{
+		"labels": strMap, "annotations": strMap, "env": objects, "initContainers": objects, "sidecars": objects,
+		"selector": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+	}}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "poddefaults.kubeflow.org"},
+		"spec": map[string]any{"group": "kubeflow.org", "scope": "Namespaced",
+			"names": map[string]any{"kind": "PodDefault", "listKind": "PodDefaultList", "plural": "poddefaults", "singular": "poddefault"},
+			"versions": []any{map[string]any{"name": "v1alpha1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{"spec": spec}}}}}},
+	}}
+}
+
+func podDefault(ns, name string, spec map[string]any) *unstructured.Unstructured {
+	spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": "web"}}
+	spec["desc"] = "added by a member"
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeflow.org/v1alpha1", "kind": "PodDefault",
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec,
+	}}
+}
+
+func TestReview9PodDefaultsCopyOptOutsOntoPodsTheGuardTrusts(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	ctx := context.Background()
+	installGuard(t, env.Client, config.ModeAmbient)
+	ns := "r9-poddefaults"
+	profileIn(t, env.Client, ns)
+	require.NoError(t, env.Client.Create(ctx, podDefaultCRD()))
+	require.Eventually(t, func() bool {
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion("kubeflow.org/v1alpha1")
+		l.SetKind("PodDefaultList")
+		return env.Client.List(ctx, l, client.InNamespace(ns)) == nil
+	}, 30*time.Second, 200*time.Millisecond, "the PodDefault CRD is served")
+	member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r9-kubeflow-edit-poddefaults", append([]rbacv1.PolicyRule{
+		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"poddefaults"}, Verbs: []string{"create", "update", "patch", "delete"}},
+	}, contributorPodRules...))
+	// The pods of a workload are created by kube-controller-manager's ReplicaSet controller, and the
+	// webhook has applied the PodDefault to them when the guard sees them.
+	rsController := bound(t, env, userBinding(ns, "replicaset-controller", "system:serviceaccount:kube-system:replicaset-controller", nil),
+		"r9-replicaset-controller-pods", contributorPodRules)
+
+	optedOut := podWith(nil)
+	optedOut.Name, optedOut.Namespace, optedOut.Labels = "web-1", ns, map[string]string{"app": "web", "istio.io/dataplane-mode": "none"}
+	require.Eventually(t, func() bool {
+		err := member.Create(ctx, optedOut.DeepCopy(), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), guard.PodsPolicy)
+	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect and refuses the member's own opted-out pod")
+	require.NoError(t, rsController.Create(ctx, optedOut.DeepCopy(), client.DryRunAll),
+		"the same pod from the ReplicaSet controller is admitted: the guard trusts it and judged the template instead")
+
+	for name, spec := range map[string]map[string]any{
+		"labels istio.io/dataplane-mode=none":                         {"labels": map[string]any{"istio.io/dataplane-mode": "none"}},
+		"annotation ambient.istio.io/bypass-inbound-capture":          {"annotations": map[string]any{"ambient.istio.io/bypass-inbound-capture": "true"}},
+		"annotation istio.io/reroute-virtual-interfaces":              {"annotations": map[string]any{"istio.io/reroute-virtual-interfaces": "eth0"}},
+		"label istio.io/use-waypoint of another waypoint":             {"labels": map[string]any{"istio.io/use-waypoint": "elsewhere"}},
+		"env DISABLE_ENVOY, merged into a template's own istio-proxy": {"env": []any{map[string]any{"name": "DISABLE_ENVOY", "value": "true"}}},
+		"an init container named istio-init":                          {"initContainers": []any{map[string]any{"name": "istio-init", "image": "registry.example.com/noop:1"}}},
+	} {
+		err := member.Create(ctx, podDefault(ns, objectName(name), spec), client.DryRunAll)
+		t.Logf("%s: %v", name, err)
+		if assert.Error(t, err, "%s: a PodDefault that the webhook copies onto pods the guard trusts is admitted for a kubeflow-edit member", name) {
+			assert.Contains(t, err.Error(), guard.BindingsPolicy, "%s: refused, but not by the guard", name)
+		}
+	}
+	assert.NoError(t, member.Create(ctx, podDefault(ns, "plain", map[string]any{
+		"labels": map[string]any{"team": "ml"}, "env": []any{map[string]any{"name": "HF_HOME", "value": "/data"}},
+	}), client.DryRunAll), "a PodDefault without Istio's switches is refused")
 }
