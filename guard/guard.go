@@ -473,12 +473,46 @@ func (b builder) bindings() *admissionv1.ValidatingAdmissionPolicy {
 	istio := func(field string) string {
 		return fmt.Sprintf("(has(object.metadata.%[1]s) && object.metadata.%[1]s.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))", field)
 	}
-	return b.policy(BindingsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+	p := b.policy(BindingsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("", "v1", []string{"pods/binding", "bindings"}, admissionv1.Create),
 	}, nil, []admissionv1.Validation{validation("!variables.managed || !("+istio("labels")+" || "+istio("annotations")+")",
 		"a Binding may not carry Istio's labels or annotations: they would be copied onto the pod"+ask,
 		"'Binding ' + request.namespace + '/' + object.metadata.name + ': its Istio labels or annotations would be copied onto the pod, "+
 			"which could take it out of the mesh or past the waypoint; bind without them'"+" + '"+ask+"'")})
+	withPodDefaultChecks(p)
+	return p
+}
+
+// withPodDefaultChecks adds Kubeflow's PodDefaults to the bindings policy p: another object whose
+// labels and annotations are copied onto pods. Kubeflow's admission webhook merges a PodDefault's
+// spec.labels and spec.annotations into every pod it selects in a Profile's namespace, and its
+// spec.env into every container (kubeflow/kubeflow components/admission-webhook/main.go
+// applyPodDefaultsOnPod), whoever creates the pod: the pods of workloads are created by
+// kube-controller-manager, which the guard trusts, after their templates were judged. So a
+// PodDefault in a managed namespace may carry no key of Istio's domain, no DISABLE_ENVOY (merged
+// into a template's own istio-proxy), and no container Istio reads by name.
+func withPodDefaultChecks(p *admissionv1.ValidatingAdmissionPolicy) {
+	for i := range p.Spec.Validations {
+		p.Spec.Validations[i].Expression = "request.resource.resource == 'poddefaults' || (" + p.Spec.Validations[i].Expression + ")"
+	}
+	p.Spec.MatchConstraints.ResourceRules = append(p.Spec.MatchConstraints.ResourceRules,
+		rule("kubeflow.org", "*", []string{"poddefaults"}, admissionv1.Create, admissionv1.Update))
+	istio := func(field string) string {
+		return fmt.Sprintf("(has(object.spec.%[1]s) && object.spec.%[1]s.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))", field)
+	}
+	named := func(field string) string {
+		return fmt.Sprintf("(has(object.spec.%[1]s) && object.spec.%[1]s.exists(c, has(c.name) && c.name in [%[2]s, 'istio-init', 'istio-validation']))",
+			field, quote(waypoint.SidecarContainer))
+	}
+	disable := "(has(object.spec.env) && object.spec.env.exists(e, has(e.name) && e.name == 'DISABLE_ENVOY'))"
+	p.Spec.Validations = append(p.Spec.Validations, validation(
+		"request.resource.resource != 'poddefaults' || !variables.managed || !has(object.spec) || !("+
+			strings.Join([]string{istio("labels"), istio("annotations"), disable, named("initContainers"), named("sidecars")}, " || ")+")",
+		"a PodDefault may not carry Istio's labels, annotations, DISABLE_ENVOY or containers: they would be copied onto pods no policy judges"+ask,
+		"'PodDefault ' + request.namespace + '/' + object.metadata.name + ': Kubeflow\\'s webhook copies its labels, annotations and environment onto the pods it selects, "+
+			"also those of workloads, whose templates alone the guard judges, so Istio\\'s labels and annotations, DISABLE_ENVOY or a container named "+
+			waypoint.SidecarContainer+", istio-init or istio-validation could take them out of the mesh or past the waypoint; "+
+			"set Istio\\'s keys on the workload\\'s pod template instead"+ask+"'"))
 }
 
 func (b builder) services() *admissionv1.ValidatingAdmissionPolicy {
