@@ -208,3 +208,78 @@ func TestReview9PodDefaultsCopyOptOutsOntoPodsTheGuardTrusts(t *testing.T) {
 		"labels": map[string]any{"team": "ml"}, "env": []any{map[string]any{"name": "HF_HOME", "value": "/data"}},
 	}), client.DryRunAll), "a PodDefault without Istio's switches is refused")
 }
+
+// Finding R9-3: Kubeflow's notebook controller copies a Notebook's annotation
+// notebooks.kubeflow.org/http-headers-request-set, any JSON object of headers, into the
+// headers.request.set of the VirtualService that routes the ingress gateway to the notebook
+// (kubeflow/notebooks components/notebook-controller/controllers/notebook_controller.go
+// generateVirtualServices), and Istio makes "set" overwrite the request's header
+// (pilot/pkg/networking/core/route/route.go translateAppendHeaders: OVERWRITE_IF_EXISTS_OR_ADD).
+// The owner policy admits the ingress gateway for the user its user-id header names: a Notebook
+// that sets kubeflow-userid to the namespace's owner lets every user who can log in reach it as
+// the owner. kubeflow-edit may create Notebooks (kubeflow-notebooks-edit).
+
+func notebookCRD() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "notebooks.kubeflow.org"},
+		"spec": map[string]any{"group": "kubeflow.org", "scope": "Namespaced",
+			"names": map[string]any{"kind": "Notebook", "listKind": "NotebookList", "plural": "notebooks", "singular": "notebook"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
+					"spec": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}},
+	}}
+}
+
+func notebook(ns, name, headers string) *unstructured.Unstructured {
+	nb := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeflow.org/v1", "kind": "Notebook",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": name, "image": "registry.example.com/jupyter:1"}}}}},
+	}}
+	if headers != "" {
+		nb.SetAnnotations(map[string]string{"notebooks.kubeflow.org/http-headers-request-set": headers})
+	}
+	return nb
+}
+
+func TestReview9NotebooksMayNotSetTheUserIDHeader(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	ctx := context.Background()
+	installGuard(t, env.Client, config.ModeAmbient)
+	ns := "r9-notebooks"
+	profileIn(t, env.Client, ns)
+	require.NoError(t, env.Client.Create(ctx, notebookCRD()))
+	require.Eventually(t, func() bool {
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion("kubeflow.org/v1")
+		l.SetKind("NotebookList")
+		return env.Client.List(ctx, l, client.InNamespace(ns)) == nil
+	}, 30*time.Second, 200*time.Millisecond, "the Notebook CRD is served")
+	member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r9-kubeflow-edit-notebooks", append([]rbacv1.PolicyRule{
+		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"notebooks"}, Verbs: []string{"create", "update", "patch", "delete"}},
+	}, contributorPodRules...))
+	require.Eventually(t, func() bool {
+		p := podWith(map[string]string{"ambient.istio.io/bypass-inbound-capture": "true"})
+		p.Name, p.Namespace = "probe", ns
+		err := member.Create(ctx, p, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), guard.PodsPolicy)
+	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect")
+
+	for name, headers := range map[string]string{
+		"the user-id header":                     `{"kubeflow-userid":"alice@example.com"}`,
+		"the user-id header in capitals":         `{"Kubeflow-Userid":"alice@example.com"}`,
+		"the user-id header with a JSON escape":  `{"kubeflow\u002duserid":"alice@example.com"}`,
+		"the user-id header after RStudio's own": `{"X-RStudio-Root-Path":"/notebook/r9-notebooks/lab/","kubeflow-userid":"alice@example.com"}`,
+	} {
+		err := member.Create(ctx, notebook(ns, objectName(name), headers), client.DryRunAll)
+		t.Logf("%s: %v", name, err)
+		if assert.Error(t, err, "%s: a Notebook whose route sets the header the owner policy trusts is admitted for a kubeflow-edit member", name) {
+			assert.Contains(t, err.Error(), guard.BindingsPolicy, "%s: refused, but not by the guard", name)
+		}
+	}
+	// What the Jupyter web app sets for RStudio (spawner_ui_config.yaml), and no header at all.
+	assert.NoError(t, member.Create(ctx, notebook(ns, "rstudio", `{"X-RStudio-Root-Path":"/notebook/r9-notebooks/rstudio/"}`), client.DryRunAll))
+	assert.NoError(t, member.Create(ctx, notebook(ns, "lab", ""), client.DryRunAll))
+}
