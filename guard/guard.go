@@ -480,7 +480,30 @@ func (b builder) bindings() *admissionv1.ValidatingAdmissionPolicy {
 		"'Binding ' + request.namespace + '/' + object.metadata.name + ': its Istio labels or annotations would be copied onto the pod, "+
 			"which could take it out of the mesh or past the waypoint; bind without them'"+" + '"+ask+"'")})
 	withPodDefaultChecks(p)
+	b.withNotebookChecks(p)
 	return p
+}
+
+// withNotebookChecks adds Kubeflow's Notebooks to the bindings policy p: the notebook controller
+// copies the JSON object of headers in a Notebook's notebooks.kubeflow.org/http-headers-request-set
+// into the headers.request.set of the VirtualService that routes the ingress gateway to it
+// (kubeflow/notebooks components/notebook-controller generateVirtualServices), and Istio's "set"
+// overwrites the request's header (pilot/pkg/networking/core/route/route.go translateAppendHeaders).
+// The owner and contributor policies admit the ingress gateway for the user its user-id header
+// names, so no Notebook may set that header: its name in any case, or any JSON escape, which could
+// spell it.
+func (b builder) withNotebookChecks(p *admissionv1.ValidatingAdmissionPolicy) {
+	p.Spec.MatchConstraints.ResourceRules = append(p.Spec.MatchConstraints.ResourceRules,
+		rule("kubeflow.org", "*", []string{"notebooks"}, admissionv1.Create, admissionv1.Update))
+	const key = "notebooks.kubeflow.org/http-headers-request-set"
+	headers := "object.metadata.annotations[" + quote(key) + "]"
+	p.Spec.Validations = append(p.Spec.Validations, validation(
+		"request.resource.resource != 'notebooks' || !variables.managed || !"+hasKey("object.metadata", "annotations", key, "")+" || !("+
+			headers+".lowerAscii().contains("+quote(strings.ToLower(b.cfg.Authorization.UserIDHeader))+") || "+headers+".contains('\\\\u'))",
+		"a Notebook may not set the header "+b.cfg.Authorization.UserIDHeader+" on the requests routed to it"+ask,
+		"'Notebook ' + request.namespace + '/' + object.metadata.name + ': "+key+" sets the header "+b.cfg.Authorization.UserIDHeader+
+			" (or uses a JSON escape, which could spell it) on every request the ingress gateway routes to the notebook, "+
+			"and the namespace\\'s policies admit whoever that header names; remove it from the annotation"+ask+"'"))
 }
 
 // withPodDefaultChecks adds Kubeflow's PodDefaults to the bindings policy p: another object whose
@@ -493,7 +516,7 @@ func (b builder) bindings() *admissionv1.ValidatingAdmissionPolicy {
 // into a template's own istio-proxy), and no container Istio reads by name.
 func withPodDefaultChecks(p *admissionv1.ValidatingAdmissionPolicy) {
 	for i := range p.Spec.Validations {
-		p.Spec.Validations[i].Expression = "request.resource.resource == 'poddefaults' || (" + p.Spec.Validations[i].Expression + ")"
+		p.Spec.Validations[i].Expression = "!(request.resource.resource in ['pods', 'bindings']) || (" + p.Spec.Validations[i].Expression + ")"
 	}
 	p.Spec.MatchConstraints.ResourceRules = append(p.Spec.MatchConstraints.ResourceRules,
 		rule("kubeflow.org", "*", []string{"poddefaults"}, admissionv1.Create, admissionv1.Update))
