@@ -28,9 +28,10 @@
 //     type other than sidecar, a container named istio-init under istio-cni, and a pod a user
 //     creates without istio-proxy, that is, one Istio did not inject), except the pods guard.optOutAllowed
 //     names and workloads guard.meshServiceAccounts (istiod) make; and pods or templates that point
-//     istio.io/use-waypoint anywhere but the namespace's own waypoint or istio.io/use-waypoint-namespace
-//     anywhere but their own namespace.
-//   - [ServicesPolicy]: the same two labels on Services. Pods and Services are judged through
+//     istio.io/use-waypoint (or Istio 1.32's istio.io/use-waypoint-canary) anywhere but the
+//     namespace's own waypoint or istio.io/use-waypoint-namespace (-canary-namespace) anywhere but
+//     their own namespace.
+//   - [ServicesPolicy]: the same labels on Services. Pods and Services are judged through
 //     their status subresource too, which takes labels and annotations: a status write passes
 //     when it leaves them as they were. Also Endpoints and EndpointSlices whose addresses name a
 //     pod of another namespace that is not reserved (istiod would count that pod as a member of

@@ -409,7 +409,7 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []admiss
 func (b builder) waypointChecks(m, what string) []admissionv1.Validation {
 	wp := b.cfg.Mesh.Waypoint.Name
 	use, useNS := label.IoIstioUseWaypoint.Name, label.IoIstioUseWaypointNamespace.Name
-	return []admissionv1.Validation{
+	return append([]admissionv1.Validation{
 		validation("!variables.managed || !"+hasKey(m, "labels", use, "")+" || "+m+".labels["+quote(use)+"] == "+quote(wp),
 			"istio.io/use-waypoint may name only this namespace's waypoint "+wp+ask,
 			what+" + ': istio.io/use-waypoint=' + "+m+".labels["+quote(use)+"] + ' sends traffic past this namespace\\'s waypoint "+wp+
@@ -417,6 +417,28 @@ func (b builder) waypointChecks(m, what string) []admissionv1.Validation {
 		validation("!variables.managed || !"+hasKey(m, "labels", useNS, "")+" || "+m+".labels["+quote(useNS)+"] == request.namespace",
 			"istio.io/use-waypoint-namespace may name only this namespace"+ask,
 			what+" + ': istio.io/use-waypoint-namespace=' + "+m+".labels["+quote(useNS)+"] + ' sends traffic to another namespace\\'s waypoint; remove the label"+ask+"'"),
+	}, b.canaryChecks(m, what)...)
+}
+
+// Istio's canary waypoint labels (istio 1.32, pilot/pkg/serviceregistry/ambient/waypoints.go
+// getUseWaypointCanary), spelled out: istio.io/api names them only from v1.32, above our floor.
+const (
+	useWaypointCanary          = "istio.io/use-waypoint-canary"
+	useWaypointCanaryNamespace = "istio.io/use-waypoint-canary-namespace"
+)
+
+// canaryChecks refuse a canary waypoint (a share of the traffic, by weight) anywhere but the
+// namespace's own waypoint. Another waypoint would fail closed, refused by the ztunnel policy,
+// yet it would take that share away from the owner's policy's waypoint.
+func (b builder) canaryChecks(m, what string) []admissionv1.Validation {
+	canary, canaryNS := quote(useWaypointCanary), quote(useWaypointCanaryNamespace)
+	return []admissionv1.Validation{
+		validation("!variables.managed || !"+hasKey(m, "labels", useWaypointCanary, "")+" || "+m+".labels["+canary+"] in ['', 'none', "+quote(b.cfg.Mesh.Waypoint.Name)+"]",
+			useWaypointCanary+" may name only this namespace's waypoint "+b.cfg.Mesh.Waypoint.Name+ask,
+			what+" + ': "+useWaypointCanary+"=' + "+m+".labels["+canary+"] + ' sends a share of the traffic past this namespace\\'s waypoint; remove the label"+ask+"'"),
+		validation("!variables.managed || !"+hasKey(m, "labels", useWaypointCanaryNamespace, "")+" || "+m+".labels["+canaryNS+"] == request.namespace",
+			useWaypointCanaryNamespace+" may name only this namespace"+ask,
+			what+" + ': "+useWaypointCanaryNamespace+"=' + "+m+".labels["+canaryNS+"] + ' sends a share of the traffic to another namespace\\'s waypoint; remove the label"+ask+"'"),
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,11 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	profileplugins "github.com/kubeflow-ambient/profile-plugins"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
-	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
-	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
@@ -63,54 +59,14 @@ func TestALabelCoOwnedPastTheGuardDoesNotOutliveTheObjectsItRequiresOnTheAPIServ
 // last Result.
 func pinnedThroughASidecarSwitch(t *testing.T) (client.Client, *profilev1.Profile, *runner.Result) {
 	t.Helper()
-	env := envtest.StartFresh(t, 0)
-	root := env.Client
-	ctx := context.Background()
-	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "namespace-patcher"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "update", "patch"}},
-	}}))
-	fixture.ClusterAdmin(t, root, "profile-plugins", rbacv1.Subject{Kind: "ServiceAccount", Name: "profile-plugins", Namespace: "kubeflow"})
-	cfg := installGuard(t, root, config.ModeAmbient)
-	controller := as(t, env, controllerUser, "system:serviceaccounts", "system:serviceaccounts:kubeflow")
-	p := profileIn(t, root, "pinned")
-	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "wil-namespaces"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "namespace-patcher"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: widened}}}))
-	r, err := profileplugins.NewRunner(controller, cfg)
-	require.NoError(t, err)
-	routeThroughWaypoint(t, r, root, p)
-
-	attacker := as(t, env, widened)
-	n := &corev1.Namespace{}
-	require.NoError(t, root.Get(ctx, client.ObjectKey{Name: p.Name}, n))
-	n.Labels["istio.io/dataplane-mode"] = "none"
-	require.Eventually(t, func() bool {
-		err := attacker.Update(ctx, n, client.DryRunAll)
-		return err != nil && strings.Contains(err.Error(), guard.NamespaceLabelsPolicy)
-	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect and refuses a change of value")
-
 	// The same values under another field manager: the guard sees no change.
-	pin := corev1ac.Namespace(p.Name).WithLabels(map[string]string{
-		"istio.io/dataplane-mode": "ambient",
-		"istio.io/use-waypoint":   "waypoint",
+	return pinnedUnder(t, func(ctx context.Context, attacker client.Client, ns string) error {
+		pin := corev1ac.Namespace(ns).WithLabels(map[string]string{
+			"istio.io/dataplane-mode": "ambient",
+			"istio.io/use-waypoint":   "waypoint",
+		})
+		return attacker.Apply(ctx, pin, client.FieldOwner("pinner"))
 	})
-	require.NoError(t, attacker.Apply(ctx, pin, client.FieldOwner("pinner")), "the guard admits co-owning the guarded labels")
-
-	// The admin switches to sidecar mode (and would render the guard again).
-	sidecar := config.Default()
-	sidecar.Mesh.Mode = config.ModeSidecar
-	require.NoError(t, sidecar.Validate())
-	rs, err := profileplugins.NewRunner(controller, sidecar)
-	require.NoError(t, err)
-	var res *runner.Result
-	for range 5 {
-		res = rs.Apply(ctx, p)
-		require.NoError(t, res.Err())
-		if !res.Changed() && len(res.Waiting()) == 0 {
-			break
-		}
-	}
-	return root, p, res
 }
 
 // Finding R3-2 (low: an orphan namespace, no access granted; fixed: the label applies name the

@@ -129,3 +129,33 @@ func TestEighthLookSidecarSwitchesOnPodTemplatesAreRefused(t *testing.T) {
 	}
 	assert.NoError(t, member.Create(ctx, deployment("plain", nil), client.DryRunAll), "a plain template is refused")
 }
+
+// Istio 1.32's canary waypoint labels send a share of a Service's traffic to another waypoint
+// (pilot/pkg/serviceregistry/ambient/waypoints.go getUseWaypointCanary). Another namespace's would
+// fail closed at the ztunnel policy, yet take that share from the owner's waypoint: only the
+// namespace's own is admitted.
+func TestCanaryWaypointLabelsNameOnlyTheNamespacesOwnWaypoint(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	ctx := context.Background()
+	cfg := installGuard(t, env.Client, config.ModeAmbient)
+	ns := "r8-canary"
+	profileIn(t, env.Client, ns)
+	member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r8-kubeflow-edit-services",
+		[]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"create", "update", "patch"}}})
+	service := func(name string, labels map[string]string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	}
+	elsewhere := map[string]string{"istio.io/use-waypoint-canary": "waypoint", "istio.io/use-waypoint-canary-namespace": "attacker"}
+	require.Eventually(t, func() bool {
+		err := member.Create(ctx, service("probe", elsewhere), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), guard.ServicesPolicy)
+	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect and refuses another namespace's canary waypoint")
+	guardDenied(t, member.Create(ctx, service("other-name", map[string]string{"istio.io/use-waypoint-canary": "canary"}), client.DryRunAll),
+		guard.ServicesPolicy, "istio.io/use-waypoint-canary=canary sends a share of the traffic past this namespace's waypoint")
+	require.NoError(t, member.Create(ctx, service("own", map[string]string{
+		"istio.io/use-waypoint-canary": cfg.Mesh.Waypoint.Name, "istio.io/use-waypoint-canary-namespace": ns,
+	}), client.DryRunAll), "the namespace's own waypoint as canary is refused")
+	require.NoError(t, member.Create(ctx, service("none", map[string]string{"istio.io/use-waypoint-canary": "none"}), client.DryRunAll),
+		"no canary is refused")
+}
