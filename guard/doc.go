@@ -37,11 +37,12 @@
 //     pod of another namespace that is not reserved (istiod would count that pod as a member of
 //     this namespace's Service).
 //   - [BindingsPolicy]: Bindings (pods/binding and the older bindings resource) that carry a label
-//     or annotation of Istio's domain, which the API server would copy onto the pod; Kubeflow's
-//     PodDefaults with such labels or annotations, DISABLE_ENVOY or a container named istio-proxy,
-//     istio-init or istio-validation, which Kubeflow's webhook copies onto pods, also those
-//     kube-controller-manager creates; and Notebooks whose notebooks.kubeflow.org/http-headers-request-set
-//     sets the user-id header, which the notebook controller puts on the ingress route.
+//     or annotation of Istio's domain, which the API server would copy onto the pod.
+//   - [KubeflowPolicy]: Kubeflow's PodDefaults with such labels or annotations, DISABLE_ENVOY or
+//     a container named istio-proxy, istio-init or istio-validation, which Kubeflow's webhook
+//     copies onto pods, also those kube-controller-manager creates; and Notebooks whose
+//     notebooks.kubeflow.org/http-headers-request-set sets the user-id header, which the notebook
+//     controller puts on the ingress route.
 //
 // A namespace is managed when it carries the profiles controller's "owner" annotation and is
 // none of config.ReservedNamespaces. Every namespace of a Profile carries it: the profiles

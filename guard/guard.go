@@ -29,11 +29,12 @@ const (
 	CronJobsPolicy        = "profile-plugins-guard-cronjobs"
 	ServicesPolicy        = "profile-plugins-guard-services"
 	BindingsPolicy        = "profile-plugins-guard-bindings"
+	KubeflowPolicy        = "profile-plugins-guard-kubeflow"
 )
 
 // Names are the names of every policy Objects renders, each also its binding's name.
 func Names() []string {
-	return []string{ManagedObjectsPolicy, NamespaceLabelsPolicy, PodsPolicy, WorkloadsPolicy, CronJobsPolicy, ServicesPolicy, BindingsPolicy}
+	return []string{ManagedObjectsPolicy, NamespaceLabelsPolicy, PodsPolicy, WorkloadsPolicy, CronJobsPolicy, ServicesPolicy, BindingsPolicy, KubeflowPolicy}
 }
 
 // sidecarInject is Istio's per-pod injection switch, read as a label and as an annotation.
@@ -51,7 +52,7 @@ func Objects(cfg *config.Config) ([]client.Object, error) {
 	b := builder{cfg: cfg}
 	var out []client.Object
 	for _, p := range []*admissionv1.ValidatingAdmissionPolicy{
-		b.managedObjects(), b.namespaceLabels(), b.pods(), b.workloads(), b.cronJobs(), b.services(), b.bindings(),
+		b.managedObjects(), b.namespaceLabels(), b.pods(), b.workloads(), b.cronJobs(), b.services(), b.bindings(), b.kubeflow(),
 	} {
 		out = append(out, p, Binding(p.Name))
 	}
@@ -495,18 +496,25 @@ func (b builder) bindings() *admissionv1.ValidatingAdmissionPolicy {
 	istio := func(field string) string {
 		return fmt.Sprintf("(has(object.metadata.%[1]s) && object.metadata.%[1]s.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))", field)
 	}
-	p := b.policy(BindingsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+	return b.policy(BindingsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("", "v1", []string{"pods/binding", "bindings"}, admissionv1.Create),
 	}, nil, []admissionv1.Validation{validation("!variables.managed || !("+istio("labels")+" || "+istio("annotations")+")",
 		"a Binding may not carry Istio's labels or annotations: they would be copied onto the pod"+ask,
 		"'Binding ' + request.namespace + '/' + object.metadata.name + ': its Istio labels or annotations would be copied onto the pod, "+
 			"which could take it out of the mesh or past the waypoint; bind without them'"+" + '"+ask+"'")})
-	withPodDefaultChecks(p)
-	b.withNotebookChecks(p)
-	return p
 }
 
-// withNotebookChecks adds Kubeflow's Notebooks to the bindings policy p: the notebook controller
+// kubeflow refuses Kubeflow's objects whose controllers copy a tenant's input into what Istio
+// reads: PodDefaults (onto pods) and Notebooks (onto the ingress route). Clusters without these
+// CRDs match nothing.
+func (b builder) kubeflow() *admissionv1.ValidatingAdmissionPolicy {
+	return b.policy(KubeflowPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+		rule("kubeflow.org", "*", []string{"poddefaults"}, admissionv1.Create, admissionv1.Update),
+		rule("kubeflow.org", "*", []string{"notebooks"}, admissionv1.Create, admissionv1.Update),
+	}, nil, []admissionv1.Validation{podDefaultCheck(), b.notebookCheck()})
+}
+
+// notebookCheck refuses Kubeflow's Notebooks that set the user-id header: the notebook controller
 // copies the JSON object of headers in a Notebook's notebooks.kubeflow.org/http-headers-request-set
 // into the headers.request.set of the VirtualService that routes the ingress gateway to it
 // (kubeflow/notebooks components/notebook-controller generateVirtualServices), and Istio's "set"
@@ -514,34 +522,27 @@ func (b builder) bindings() *admissionv1.ValidatingAdmissionPolicy {
 // The owner and contributor policies admit the ingress gateway for the user its user-id header
 // names, so no Notebook may set that header: its name in any case, or any JSON escape, which could
 // spell it.
-func (b builder) withNotebookChecks(p *admissionv1.ValidatingAdmissionPolicy) {
-	p.Spec.MatchConstraints.ResourceRules = append(p.Spec.MatchConstraints.ResourceRules,
-		rule("kubeflow.org", "*", []string{"notebooks"}, admissionv1.Create, admissionv1.Update))
+func (b builder) notebookCheck() admissionv1.Validation {
 	const key = "notebooks.kubeflow.org/http-headers-request-set"
 	headers := "object.metadata.annotations[" + quote(key) + "]"
-	p.Spec.Validations = append(p.Spec.Validations, validation(
+	return validation(
 		"request.resource.resource != 'notebooks' || !variables.managed || !"+hasKey("object.metadata", "annotations", key, "")+" || !("+
 			headers+".lowerAscii().contains("+quote(strings.ToLower(b.cfg.Authorization.UserIDHeader))+") || "+headers+".contains('\\\\u'))",
 		"a Notebook may not set the header "+b.cfg.Authorization.UserIDHeader+" on the requests routed to it"+ask,
 		"'Notebook ' + request.namespace + '/' + object.metadata.name + ': "+key+" sets the header "+b.cfg.Authorization.UserIDHeader+
 			" (or uses a JSON escape, which could spell it) on every request the ingress gateway routes to the notebook, "+
-			"and the namespace\\'s policies admit whoever that header names; remove it from the annotation"+ask+"'"))
+			"and the namespace\\'s policies admit whoever that header names; remove it from the annotation"+ask+"'")
 }
 
-// withPodDefaultChecks adds Kubeflow's PodDefaults to the bindings policy p: another object whose
-// labels and annotations are copied onto pods. Kubeflow's admission webhook merges a PodDefault's
-// spec.labels and spec.annotations into every pod it selects in a Profile's namespace, and its
+// podDefaultCheck refuses Kubeflow's PodDefaults that would put Istio's switches on pods. Kubeflow's
+// admission webhook merges a PodDefault's spec.labels and spec.annotations into every pod it
+// selects in a Profile's namespace, and its
 // spec.env into every container (kubeflow/kubeflow components/admission-webhook/main.go
 // applyPodDefaultsOnPod), whoever creates the pod: the pods of workloads are created by
 // kube-controller-manager, which the guard trusts, after their templates were judged. So a
 // PodDefault in a managed namespace may carry no key of Istio's domain, no DISABLE_ENVOY (merged
 // into a template's own istio-proxy), and no container Istio reads by name.
-func withPodDefaultChecks(p *admissionv1.ValidatingAdmissionPolicy) {
-	for i := range p.Spec.Validations {
-		p.Spec.Validations[i].Expression = "!(request.resource.resource in ['pods', 'bindings']) || (" + p.Spec.Validations[i].Expression + ")"
-	}
-	p.Spec.MatchConstraints.ResourceRules = append(p.Spec.MatchConstraints.ResourceRules,
-		rule("kubeflow.org", "*", []string{"poddefaults"}, admissionv1.Create, admissionv1.Update))
+func podDefaultCheck() admissionv1.Validation {
 	istio := func(field string) string {
 		return fmt.Sprintf("(has(object.spec.%[1]s) && object.spec.%[1]s.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))", field)
 	}
@@ -550,14 +551,14 @@ func withPodDefaultChecks(p *admissionv1.ValidatingAdmissionPolicy) {
 			field, quote(waypoint.SidecarContainer))
 	}
 	disable := "(has(object.spec.env) && object.spec.env.exists(e, has(e.name) && e.name == 'DISABLE_ENVOY'))"
-	p.Spec.Validations = append(p.Spec.Validations, validation(
+	return validation(
 		"request.resource.resource != 'poddefaults' || !variables.managed || !has(object.spec) || !("+
 			strings.Join([]string{istio("labels"), istio("annotations"), disable, named("initContainers"), named("sidecars")}, " || ")+")",
 		"a PodDefault may not carry Istio's labels, annotations, DISABLE_ENVOY or containers: they would be copied onto pods no policy judges"+ask,
 		"'PodDefault ' + request.namespace + '/' + object.metadata.name + ': Kubeflow\\'s webhook copies its labels, annotations and environment onto the pods it selects, "+
 			"also those of workloads, whose templates alone the guard judges, so Istio\\'s labels and annotations, DISABLE_ENVOY or a container named "+
 			waypoint.SidecarContainer+", istio-init or istio-validation could take them out of the mesh or past the waypoint; "+
-			"set Istio\\'s keys on the workload\\'s pod template instead"+ask+"'"))
+			"set Istio\\'s keys on the workload\\'s pod template instead"+ask+"'")
 }
 
 func (b builder) services() *admissionv1.ValidatingAdmissionPolicy {
@@ -576,8 +577,7 @@ func (b builder) services() *admissionv1.ValidatingAdmissionPolicy {
 // list this namespace's Service, and with istiod's PILOT_AUTO_ALLOW_WAYPOINT_POLICY be given an
 // ALLOW policy for this namespace's waypoint (implicitWaypointPolicies), which ztunnel joins to the
 // pod's own namespace's. kube-controller-manager mirrors an Endpoints' targetRefs into the
-// EndpointSlice istiod reads. Knative's public Endpoints copy its activator's (knative-serving):
-// a configuration that names the activator as a platform caller reserves that namespace.
+// EndpointSlice istiod reads.
 func (b builder) withEndpointChecks(p *admissionv1.ValidatingAdmissionPolicy) {
 	// The Services' checks stay theirs: istiod reads no waypoint label of an endpoint slice.
 	for i := range p.Spec.Validations {
@@ -590,8 +590,12 @@ func (b builder) withEndpointChecks(p *admissionv1.ValidatingAdmissionPolicy) {
 	for _, r := range b.reservedNamespaces() {
 		reserved = append(reserved, reservedExpr("a.targetRef.namespace", r))
 	}
+	// A service account may also name the pods of its own namespace: Knative's controller
+	// (knative-serving) writes the Endpoints of a scaled-to-zero Service with its activator's
+	// addresses. A tenant's service accounts live in the tenant's namespace.
+	own := "request.userInfo.username.startsWith('system:serviceaccount:' + a.targetRef.namespace + ':')"
 	ok := "(!has(a.targetRef) || !has(a.targetRef.kind) || a.targetRef.kind != 'Pod' || !has(a.targetRef.namespace) || " +
-		"a.targetRef.namespace == '' || a.targetRef.namespace == request.namespace || " + strings.Join(reserved, " || ") + ")"
+		"a.targetRef.namespace == '' || a.targetRef.namespace == request.namespace || " + own + " || " + strings.Join(reserved, " || ") + ")"
 	addresses := func(list string) string {
 		return fmt.Sprintf("(!has(s.%[1]s) || s.%[1]s.all(a, %[2]s))", list, ok)
 	}

@@ -146,9 +146,11 @@ func guardedBy(name string) string {
 	case guard.NamespaceLabelsPolicy:
 		return "changes of a user namespace's mesh and Pod Security labels"
 	case guard.ServicesPolicy:
-		return "Services pointing istio.io/use-waypoint past the namespace's waypoint"
+		return "Services pointing istio.io/use-waypoint past the namespace's waypoint, and endpoints naming another namespace's pods"
 	case guard.BindingsPolicy:
 		return "Bindings that would copy Istio's labels or annotations onto a pod"
+	case guard.KubeflowPolicy:
+		return "PodDefaults that would copy Istio's switches onto pods, and Notebooks that would set the user-id header"
 	}
 	return "pods opting out of the mesh and pointing istio.io/use-waypoint past the namespace's waypoint"
 }

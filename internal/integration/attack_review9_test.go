@@ -105,9 +105,8 @@ func TestReview9EndpointsPointingAtAnotherNamespacesPodAreRefused(t *testing.T) 
 		}
 	}
 	// What Services without a selector are for: addresses of their own namespace's pods, or of no
-	// pod, and a platform namespace's (Knative's public Endpoints copy its activator's, in
-	// knative-serving, which a working configuration names as a platform caller and so reserves).
-	platform := &corev1.ObjectReference{Kind: "Pod", Namespace: "istio-system", Name: "activator-0"}
+	// pod, and a reserved namespace's.
+	platform := &corev1.ObjectReference{Kind: "Pod", Namespace: "istio-system", Name: "istiod-0"}
 	for name, obj := range map[string]client.Object{
 		"Endpoints naming its own namespace's pod":     endpoints([]corev1.EndpointAddress{at(ref(own))}, nil),
 		"Endpoints naming no pod":                      endpoints([]corev1.EndpointAddress{at(nil)}, nil),
@@ -117,6 +116,16 @@ func TestReview9EndpointsPointingAtAnotherNamespacesPodAreRefused(t *testing.T) 
 	} {
 		assert.NoError(t, member.Create(ctx, obj, client.DryRunAll), "%s: refused", name)
 	}
+	// Knative's controller writes the Endpoints of a scaled-to-zero Service with its activator's
+	// addresses, pods of its own namespace (knative-serving, reserved or not): a service account
+	// may name its own namespace's pods. The same Endpoints from the member stay refused.
+	activator := &corev1.ObjectReference{Kind: "Pod", Namespace: "knative-serving", Name: "activator-7d9c", UID: "5b0e"}
+	knative := bound(t, env, userBinding(attacker, "knative-controller", "system:serviceaccount:knative-serving:controller", nil),
+		"r9-knative-endpoints", review9EndpointRules)
+	assert.NoError(t, knative.Create(ctx, endpoints([]corev1.EndpointAddress{at(activator)}, nil), client.DryRunAll),
+		"Knative's controller naming its activator is refused")
+	guardDenied(t, member.Create(ctx, endpoints([]corev1.EndpointAddress{at(activator)}, nil), client.DryRunAll), guard.ServicesPolicy,
+		"an address whose targetRef names a pod of another namespace")
 }
 
 // Finding R9-2: Kubeflow's PodDefaults (kubeflow.org/v1alpha1, kubeflow-edit through
@@ -189,6 +198,10 @@ func TestReview9PodDefaultsCopyOptOutsOntoPodsTheGuardTrusts(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect and refuses the member's own opted-out pod")
 	require.NoError(t, rsController.Create(ctx, optedOut.DeepCopy(), client.DryRunAll),
 		"the same pod from the ReplicaSet controller is admitted: the guard trusts it and judged the template instead")
+	require.Eventually(t, func() bool {
+		err := member.Create(ctx, podDefault(ns, "probe", map[string]any{"labels": map[string]any{"istio.io/dataplane-mode": "none"}}), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), guard.KubeflowPolicy)
+	}, 30*time.Second, 200*time.Millisecond, "the Kubeflow policy takes effect")
 
 	for name, spec := range map[string]map[string]any{
 		"labels istio.io/dataplane-mode=none":                         {"labels": map[string]any{"istio.io/dataplane-mode": "none"}},
@@ -201,7 +214,7 @@ func TestReview9PodDefaultsCopyOptOutsOntoPodsTheGuardTrusts(t *testing.T) {
 		err := member.Create(ctx, podDefault(ns, objectName(name), spec), client.DryRunAll)
 		t.Logf("%s: %v", name, err)
 		if assert.Error(t, err, "%s: a PodDefault that the webhook copies onto pods the guard trusts is admitted for a kubeflow-edit member", name) {
-			assert.Contains(t, err.Error(), guard.BindingsPolicy, "%s: refused, but not by the guard", name)
+			assert.Contains(t, err.Error(), guard.KubeflowPolicy, "%s: refused, but not by the guard", name)
 		}
 	}
 	assert.NoError(t, member.Create(ctx, podDefault(ns, "plain", map[string]any{
@@ -261,11 +274,9 @@ func TestReview9NotebooksMayNotSetTheUserIDHeader(t *testing.T) {
 		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"notebooks"}, Verbs: []string{"create", "update", "patch", "delete"}},
 	}, contributorPodRules...))
 	require.Eventually(t, func() bool {
-		p := podWith(map[string]string{"ambient.istio.io/bypass-inbound-capture": "true"})
-		p.Name, p.Namespace = "probe", ns
-		err := member.Create(ctx, p, client.DryRunAll)
-		return err != nil && strings.Contains(err.Error(), guard.PodsPolicy)
-	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect")
+		err := member.Create(ctx, notebook(ns, "probe", `{"kubeflow-userid":"alice@example.com"}`), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), guard.KubeflowPolicy)
+	}, 30*time.Second, 200*time.Millisecond, "the Kubeflow policy takes effect")
 
 	for name, headers := range map[string]string{
 		"the user-id header":                     `{"kubeflow-userid":"alice@example.com"}`,
@@ -276,7 +287,7 @@ func TestReview9NotebooksMayNotSetTheUserIDHeader(t *testing.T) {
 		err := member.Create(ctx, notebook(ns, objectName(name), headers), client.DryRunAll)
 		t.Logf("%s: %v", name, err)
 		if assert.Error(t, err, "%s: a Notebook whose route sets the header the owner policy trusts is admitted for a kubeflow-edit member", name) {
-			assert.Contains(t, err.Error(), guard.BindingsPolicy, "%s: refused, but not by the guard", name)
+			assert.Contains(t, err.Error(), guard.KubeflowPolicy, "%s: refused, but not by the guard", name)
 		}
 	}
 	// What the Jupyter web app sets for RStudio (spawner_ui_config.yaml), and no header at all.
