@@ -28,6 +28,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -76,10 +77,27 @@ func TestReview9EndpointsPointingAtAnotherNamespacesPodAreRefused(t *testing.T) 
 	ref := func(p *corev1.Pod) *corev1.ObjectReference {
 		return &corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}
 	}
-	endpoints := func(ready, notReady []corev1.EndpointAddress) *corev1.Endpoints {
-		return &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: attacker},
-			Subsets: []corev1.EndpointSubset{{Addresses: ready, NotReadyAddresses: notReady,
-				Ports: []corev1.EndpointPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}}}}
+	// Endpoints, deprecated in Go since Kubernetes 1.33 but still served and mirrored into
+	// EndpointSlices, written as an unstructured object.
+	endpoints := func(ready, notReady []corev1.EndpointAddress) client.Object {
+		subset := map[string]any{"ports": []any{map[string]any{"name": "http", "port": int64(8080), "protocol": "TCP"}}}
+		for field, addresses := range map[string][]corev1.EndpointAddress{"addresses": ready, "notReadyAddresses": notReady} {
+			var list []any
+			for _, a := range addresses {
+				m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&a)
+				require.NoError(t, err)
+				list = append(list, m)
+			}
+			if list != nil {
+				subset[field] = list
+			}
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{"subsets": []any{subset}}}
+		u.SetAPIVersion("v1")
+		u.SetKind("Endpoints")
+		u.SetName(svc.Name)
+		u.SetNamespace(attacker)
+		return u
 	}
 	slice := func(r *corev1.ObjectReference) *discoveryv1.EndpointSlice {
 		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc.Name + "-manual", Namespace: attacker,
