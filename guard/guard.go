@@ -523,15 +523,19 @@ func (b builder) kubeflow() *admissionv1.ValidatingAdmissionPolicy {
 // the member's Envoy configuration (istio/istio pkg/envoy/proxy.go, pkg/bootstrap/instance.go) in a
 // pod outside ztunnel's capture that holds the identity every pod's ztunnel policy admits. A
 // selector is taken to exclude the waypoint's pods only when it requires a label they never carry
-// (istiod's waypoint template gives them labels of Istio's and the Gateway API's domains,
-// the Gateway's own labels, which are the plugins', and the Deployment's pod-template-hash),
-// or the waypoint's gateway-name label absent or other than the waypoint's.
+// (istiod's waypoint template gives them labels of Istio's and the Gateway API's domains, the
+// Gateway's own labels, which are the plugins': app.kubernetes.io/managed-by and their own
+// domain's, and the Deployment's pod-template-hash), or the waypoint's gateway-name label absent
+// or other than the waypoint's.
 func (b builder) podDefaultSelectorCheck() admissionv1.Validation {
 	const gatewayName = "gateway.networking.k8s.io/gateway-name"
+	// Every label the plugins put on the Gateway is of their domain, the plugin label's.
+	ours, _, _ := strings.Cut(plugin.PluginLabel, "/")
+	ours += "/"
 	wp := quote(b.cfg.Mesh.Waypoint.Name)
 	theirs := func(k string) string {
-		return fmt.Sprintf("(%[1]s.startsWith('istio.io/') || %[1]s.contains('.istio.io/') || %[1]s.startsWith('gateway.networking.k8s.io/') || %[1]s in ['pod-template-hash', %[2]s, %[3]s])",
-			k, quote(plugin.ManagedByLabel), quote(plugin.PluginLabel))
+		return fmt.Sprintf("(%[1]s.startsWith('istio.io/') || %[1]s.contains('.istio.io/') || %[1]s.startsWith('gateway.networking.k8s.io/') || %[1]s.startsWith(%[3]s) || %[1]s in ['pod-template-hash', %[2]s])",
+			k, quote(plugin.ManagedByLabel), quote(ours))
 	}
 	sel := "object.spec.selector"
 	labels := fmt.Sprintf("(has(%[1]s.matchLabels) && (%[1]s.matchLabels.exists(k, !%[2]s) || (%[3]s in %[1]s.matchLabels && string(%[1]s.matchLabels[%[3]s]) != %[4]s)))",

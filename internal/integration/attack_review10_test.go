@@ -107,6 +107,8 @@ func TestReview10PodDefaultsMayNotSelectTheWaypointsPods(t *testing.T) {
 		"pod-template-hash exists":                 {"matchExpressions": []any{map[string]any{"key": "pod-template-hash", "operator": "Exists"}}},
 		"a label the waypoint lacks, NotIn":        {"matchExpressions": []any{map[string]any{"key": "team", "operator": "NotIn", "values": []any{"ml"}}}},
 		"a label the waypoint lacks, DoesNotExist": {"matchExpressions": []any{map[string]any{"key": "team", "operator": "DoesNotExist"}}},
+		"the plugins' label":                       {"matchLabels": map[string]any{"profile-plugins.kubeflow-ambient.io/plugin": "waypoint"}},
+		"the managed-by label":                     {"matchLabels": map[string]any{"app.kubernetes.io/managed-by": "profile-plugins"}},
 		"the gateway-name label In the waypoint":   {"matchExpressions": []any{map[string]any{"key": "gateway.networking.k8s.io/gateway-name", "operator": "In", "values": []any{"other", wp}}}},
 	} {
 		err := member.Create(ctx, podDefaultSelecting(ns, objectName(name), selector, bootstrapOverride()), client.DryRunAll)
