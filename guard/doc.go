@@ -40,7 +40,9 @@
 //     or annotation of Istio's domain, which the API server would copy onto the pod.
 //   - [KubeflowPolicy]: Kubeflow's PodDefaults with such labels or annotations, DISABLE_ENVOY or
 //     a container named istio-proxy, istio-init or istio-validation, which Kubeflow's webhook
-//     copies onto pods, also those kube-controller-manager creates; and Notebooks whose
+//     copies onto pods, also those kube-controller-manager creates; PodDefaults whose selector
+//     may match the waypoint's pods (the webhook would merge their env and volumes into the
+//     waypoint's proxy); and Notebooks whose
 //     notebooks.kubeflow.org/http-headers-request-set sets the user-id header, which the notebook
 //     controller puts on the ingress route.
 //

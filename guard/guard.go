@@ -511,7 +511,46 @@ func (b builder) kubeflow() *admissionv1.ValidatingAdmissionPolicy {
 	return b.policy(KubeflowPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("kubeflow.org", "*", []string{"poddefaults"}, admissionv1.Create, admissionv1.Update),
 		rule("kubeflow.org", "*", []string{"notebooks"}, admissionv1.Create, admissionv1.Update),
-	}, nil, []admissionv1.Validation{podDefaultCheck(), b.notebookCheck()})
+	}, nil, []admissionv1.Validation{podDefaultCheck(), b.podDefaultSelectorCheck(), b.notebookCheck()})
+}
+
+// podDefaultSelectorCheck refuses Kubeflow's PodDefaults whose selector may match the pods of the
+// namespace's waypoint. The webhook applies a PodDefault to every pod of the namespace its selector
+// matches (kubeflow/kubeflow components/admission-webhook/main.go filterPodDefaults; an empty
+// selector matches all), the waypoint's too, which istiod's Deployment and kube-controller-manager
+// make and the guard does not judge, and merges its env, envFrom, volumes and volumeMounts into
+// istio-proxy: ISTIO_BOOTSTRAP_OVERRIDE or ISTIO_BOOTSTRAP with a member's ConfigMap mounted runs
+// the member's Envoy configuration (istio/istio pkg/envoy/proxy.go, pkg/bootstrap/instance.go) in a
+// pod outside ztunnel's capture that holds the identity every pod's ztunnel policy admits. A
+// selector is taken to exclude the waypoint's pods only when it requires a label they never carry
+// (istiod's waypoint template gives them labels of Istio's and the Gateway API's domains, the
+// Gateway's own labels, which are the plugins': app.kubernetes.io/managed-by and their own
+// domain's, and the Deployment's pod-template-hash), or the waypoint's gateway-name label absent
+// or other than the waypoint's.
+func (b builder) podDefaultSelectorCheck() admissionv1.Validation {
+	const gatewayName = "gateway.networking.k8s.io/gateway-name"
+	// Every label the plugins put on the Gateway is of their domain, the plugin label's.
+	ours, _, _ := strings.Cut(plugin.PluginLabel, "/")
+	ours += "/"
+	wp := quote(b.cfg.Mesh.Waypoint.Name)
+	theirs := func(k string) string {
+		return fmt.Sprintf("(%[1]s.startsWith('istio.io/') || %[1]s.contains('.istio.io/') || %[1]s.startsWith('gateway.networking.k8s.io/') || %[1]s.startsWith(%[3]s) || %[1]s in ['pod-template-hash', %[2]s])",
+			k, quote(plugin.ManagedByLabel), quote(ours))
+	}
+	sel := "object.spec.selector"
+	labels := fmt.Sprintf("(has(%[1]s.matchLabels) && (%[1]s.matchLabels.exists(k, !%[2]s) || (%[3]s in %[1]s.matchLabels && string(%[1]s.matchLabels[%[3]s]) != %[4]s)))",
+		sel, theirs("k"), quote(gatewayName), wp)
+	expr := fmt.Sprintf("(has(%[1]s.matchExpressions) && %[1]s.matchExpressions.exists(e, has(e.key) && has(e.operator) && ("+
+		"(e.operator in ['In', 'Exists'] && !%[2]s) || "+
+		"(e.key == %[3]s && (e.operator == 'DoesNotExist' || (e.operator == 'NotIn' && has(e.values) && %[4]s in e.values) || (e.operator == 'In' && (!has(e.values) || !(%[4]s in e.values))))))))",
+		sel, theirs("string(e.key)"), quote(gatewayName), wp)
+	return validation(
+		"request.resource.resource != 'poddefaults' || !variables.managed || (has(object.spec) && has("+sel+") && ("+labels+" || "+expr+"))",
+		"a PodDefault must select by a label the waypoint's pods do not carry"+ask,
+		"'PodDefault ' + request.namespace + '/' + object.metadata.name + ': Kubeflow\\'s webhook applies it to every pod its selector matches, "+
+			"and this selector may match the pods of this namespace\\'s waypoint ("+b.cfg.Mesh.Waypoint.Name+"), whose proxy would then run with its environment and volumes, "+
+			"outside every policy of the namespace; select by a label of your own pods (matchLabels, or In or Exists), "+
+			"not one of Istio\\'s, the Gateway API\\'s or pod-template-hash, or exclude "+gatewayName+"'"+" + '"+ask+"'")
 }
 
 // notebookCheck refuses Kubeflow's Notebooks that set the user-id header: the notebook controller
