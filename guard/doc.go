@@ -44,7 +44,10 @@
 //     may match the waypoint's pods (the webhook would merge their env and volumes into the
 //     waypoint's proxy); and Notebooks whose
 //     notebooks.kubeflow.org/http-headers-request-set sets the user-id header, which the notebook
-//     controller puts on the ingress route.
+//     controller puts on the ingress route; and Katib's Experiments and Trials with a label of
+//     Istio's domain or a custom metrics collector named istio-proxy, istio-init or
+//     istio-validation, which Katib's pod webhook copies onto the pods of trials, created by
+//     kube-controller-manager.
 //
 // A namespace is managed when it carries the profiles controller's "owner" annotation and is
 // none of config.ReservedNamespaces. Every namespace of a Profile carries it: the profiles

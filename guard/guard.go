@@ -505,13 +505,40 @@ func (b builder) bindings() *admissionv1.ValidatingAdmissionPolicy {
 }
 
 // kubeflow refuses Kubeflow's objects whose controllers copy a tenant's input into what Istio
-// reads: PodDefaults (onto pods) and Notebooks (onto the ingress route). Clusters without these
-// CRDs match nothing.
+// reads: PodDefaults (onto pods), Notebooks (onto the ingress route) and Katib's Experiments and
+// Trials (onto the pods of trials). Clusters without these CRDs match nothing.
 func (b builder) kubeflow() *admissionv1.ValidatingAdmissionPolicy {
 	return b.policy(KubeflowPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("kubeflow.org", "*", []string{"poddefaults"}, admissionv1.Create, admissionv1.Update),
 		rule("kubeflow.org", "*", []string{"notebooks"}, admissionv1.Create, admissionv1.Update),
-	}, nil, []admissionv1.Validation{podDefaultCheck(), b.podDefaultSelectorCheck(), b.notebookCheck()})
+		rule("kubeflow.org", "*", []string{"experiments", "trials"}, admissionv1.Create, admissionv1.Update),
+	}, nil, []admissionv1.Validation{podDefaultCheck(), b.podDefaultSelectorCheck(), b.notebookCheck(), katibCheck()})
+}
+
+// katibCheck refuses Katib's Experiments and Trials whose labels or custom metrics collector Katib
+// would put on pods no policy judges. Katib's pod webhook copies every label of a Trial onto every
+// pod of the trial's job (kubeflow/katib pkg/webhook/v1beta1/pod/inject_webhook.go Mutate,
+// utils.go mutatePodMetadata), in every Profile's namespace (the profiles controller labels them
+// katib.kubeflow.org/metrics-collector-injection=enabled), and the experiment controller gives each
+// Trial its Experiment's labels (pkg/controller.v1beta1/util/labels.go TrialLabels) and its
+// metrics collector spec, whose custom collector, a whole container, the webhook appends to those
+// pods. The pods of a trial's Job are created by kube-controller-manager, which the guard trusts,
+// after the Job's template was judged. So an Experiment or Trial in a managed namespace may carry
+// no label of Istio's domain, and no custom collector named as a container Istio reads.
+func katibCheck() admissionv1.Validation {
+	named := func(mc string) string {
+		return fmt.Sprintf("(has(object.spec.%[1]s) && has(object.spec.%[1]s.collector) && has(object.spec.%[1]s.collector.customCollector) && "+
+			"has(object.spec.%[1]s.collector.customCollector.name) && object.spec.%[1]s.collector.customCollector.name in [%[2]s, 'istio-init', 'istio-validation'])",
+			mc, quote(waypoint.SidecarContainer))
+	}
+	istio := "(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))"
+	collector := "(has(object.spec) && (" + named("metricsCollectorSpec") + " || " + named("metricsCollector") + "))"
+	return validation(
+		"!(request.resource.resource in ['experiments', 'trials']) || !variables.managed || !("+istio+" || "+collector+")",
+		"a Katib Experiment or Trial may not carry Istio's labels or a custom collector named as Istio's containers: Katib copies them onto pods no policy judges"+ask,
+		"request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name + ': Katib\\'s webhook copies the labels of a Trial (and of its Experiment) and its custom metrics collector onto the pods of the trial, "+
+			"which kube-controller-manager creates and the guard does not judge, so a label of Istio\\'s domain or a collector named "+waypoint.SidecarContainer+
+			", istio-init or istio-validation could take them out of the mesh or past the waypoint; set Istio\\'s labels on the trial template\\'s pod template instead, and name the collector otherwise"+ask+"'")
 }
 
 // podDefaultSelectorCheck refuses Kubeflow's PodDefaults whose selector may match the pods of the
