@@ -170,3 +170,55 @@ func TestReview11KatibCustomCollectorsMayNotBeNamedAsIstiosContainers(t *testing
 	assert.NoError(t, member.Create(ctx, katibObject("Trial", ns, "plain", nil,
 		map[string]any{"name": "collector", "image": "registry.example.com/collector:1"}), client.DryRunAll))
 }
+
+// Finding R11-2: the R10-1 rule takes a PodDefault's selector to exclude the waypoint's pods when
+// it requires a label outside the domains of Istio, the Gateway API and the plugins. But the
+// admin's mesh.waypoint.labels go on the Gateway's spec.infrastructure.labels (waypoint Gateway),
+// which istiod copies onto the waypoint's pods (istio/istio
+// pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go extractInfrastructureLabels,
+// translateInfraMeta; manifests/charts/istio-control/istio-discovery/files/waypoint.yaml): a
+// PodDefault selecting by such a label (a member reads it on the waypoint's Deployment) passed the
+// rule and selected the waypoint's pods.
+func TestReview11PodDefaultsMayNotSelectTheWaypointByTheAdminsWaypointLabels(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.Mesh.Waypoint.Labels = map[string]string{"team": "platform", "app.kubernetes.io/part-of": "kubeflow"}
+	require.NoError(t, cfg.Validate())
+	objs, err := guard.Objects(cfg)
+	require.NoError(t, err)
+	for _, o := range objs {
+		require.NoError(t, env.Client.Create(ctx, o))
+	}
+	ns := "r11-waypoint-labels"
+	profileIn(t, env.Client, ns)
+	require.NoError(t, env.Client.Create(ctx, podDefaultCRD()))
+	require.Eventually(t, func() bool {
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion("kubeflow.org/v1alpha1")
+		l.SetKind("PodDefaultList")
+		return env.Client.List(ctx, l, client.InNamespace(ns)) == nil
+	}, 30*time.Second, 200*time.Millisecond, "the PodDefault CRD is served")
+	member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r11-kubeflow-edit-poddefaults", append([]rbacv1.PolicyRule{
+		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"poddefaults"}, Verbs: []string{"create", "update", "patch", "delete"}},
+	}, contributorPodRules...))
+	require.Eventually(t, func() bool {
+		err := member.Create(ctx, podDefault(ns, "probe", map[string]any{"labels": map[string]any{"istio.io/dataplane-mode": "none"}}), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), guard.KubeflowPolicy)
+	}, 30*time.Second, 200*time.Millisecond, "the Kubeflow policy takes effect")
+
+	for name, selector := range map[string]map[string]any{
+		"the admin's waypoint label team":         {"matchLabels": map[string]any{"team": "platform"}},
+		"the admin's waypoint label part-of":      {"matchLabels": map[string]any{"app.kubernetes.io/part-of": "kubeflow"}},
+		"the admin's waypoint label team, Exists": {"matchExpressions": []any{map[string]any{"key": "team", "operator": "Exists"}}},
+		"the admin's waypoint label team, In":     {"matchExpressions": []any{map[string]any{"key": "team", "operator": "In", "values": []any{"platform"}}}},
+	} {
+		err := member.Create(ctx, podDefaultSelecting(ns, objectName(name), selector, bootstrapOverride()), client.DryRunAll)
+		t.Logf("%s: %v", name, err)
+		if assert.Error(t, err, "%s: a PodDefault that selects the waypoint's pods by the admin's waypoint label is admitted for a kubeflow-edit member", name) {
+			assert.Contains(t, err.Error(), guard.KubeflowPolicy, "%s: refused, but not by the guard", name)
+		}
+	}
+	assert.NoError(t, member.Create(ctx, podDefaultSelecting(ns, "notebooks", map[string]any{"matchLabels": map[string]any{"access-ml-pipeline": "true"}}, bootstrapOverride()), client.DryRunAll),
+		"a selector by a label the waypoint lacks is refused")
+}
