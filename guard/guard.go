@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -552,17 +553,24 @@ func katibCheck() admissionv1.Validation {
 // selector is taken to exclude the waypoint's pods only when it requires a label they never carry
 // (istiod's waypoint template gives them labels of Istio's and the Gateway API's domains, the
 // Gateway's own labels, which are the plugins': app.kubernetes.io/managed-by and their own
-// domain's, and the Deployment's pod-template-hash), or the waypoint's gateway-name label absent
-// or other than the waypoint's.
+// domain's, the Deployment's pod-template-hash, and the admin's mesh.waypoint.labels, which the
+// Gateway's spec.infrastructure.labels carry), or the waypoint's gateway-name label absent or other
+// than the waypoint's.
 func (b builder) podDefaultSelectorCheck() admissionv1.Validation {
 	const gatewayName = "gateway.networking.k8s.io/gateway-name"
 	// Every label the plugins put on the Gateway is of their domain, the plugin label's.
 	ours, _, _ := strings.Cut(plugin.PluginLabel, "/")
 	ours += "/"
 	wp := quote(b.cfg.Mesh.Waypoint.Name)
+	// The admin's mesh.waypoint.labels go on the Gateway's spec.infrastructure.labels, which istiod
+	// copies onto the waypoint's pods (deploymentcontroller.go extractInfrastructureLabels).
+	keys := []string{quote("pod-template-hash"), quote(plugin.ManagedByLabel)}
+	for _, k := range slices.Sorted(maps.Keys(b.cfg.Mesh.Waypoint.Labels)) {
+		keys = append(keys, quote(k))
+	}
 	theirs := func(k string) string {
-		return fmt.Sprintf("(%[1]s.startsWith('istio.io/') || %[1]s.contains('.istio.io/') || %[1]s.startsWith('gateway.networking.k8s.io/') || %[1]s.startsWith(%[3]s) || %[1]s in ['pod-template-hash', %[2]s])",
-			k, quote(plugin.ManagedByLabel), quote(ours))
+		return fmt.Sprintf("(%[1]s.startsWith('istio.io/') || %[1]s.contains('.istio.io/') || %[1]s.startsWith('gateway.networking.k8s.io/') || %[1]s.startsWith(%[3]s) || %[1]s in [%[2]s])",
+			k, strings.Join(keys, ", "), quote(ours))
 	}
 	sel := "object.spec.selector"
 	labels := fmt.Sprintf("(has(%[1]s.matchLabels) && (%[1]s.matchLabels.exists(k, !%[2]s) || (%[3]s in %[1]s.matchLabels && string(%[1]s.matchLabels[%[3]s]) != %[4]s)))",
@@ -577,7 +585,7 @@ func (b builder) podDefaultSelectorCheck() admissionv1.Validation {
 		"'PodDefault ' + request.namespace + '/' + object.metadata.name + ': Kubeflow\\'s webhook applies it to every pod its selector matches, "+
 			"and this selector may match the pods of this namespace\\'s waypoint ("+b.cfg.Mesh.Waypoint.Name+"), whose proxy would then run with its environment and volumes, "+
 			"outside every policy of the namespace; select by a label of your own pods (matchLabels, or In or Exists), "+
-			"not one of Istio\\'s, the Gateway API\\'s or pod-template-hash, or exclude "+gatewayName+"'"+" + '"+ask+"'")
+			"not one of Istio\\'s, the Gateway API\\'s, pod-template-hash or those the waypoint is given by its configuration, or exclude "+gatewayName+"'"+" + '"+ask+"'")
 }
 
 // notebookCheck refuses Kubeflow's Notebooks that set the user-id header: the notebook controller
