@@ -1,0 +1,192 @@
+//go:build openfindings
+
+package integration
+
+// The twelfth review (review12) of the guard at 068fcec. Report-only: the tests here are open
+// findings, kept out of `make test` by the openfindings build tag.
+//
+// Finding R12-1: the Spark operator's pod webhook (kubeflow/spark-operator
+// internal/webhook/sparkpod_defaulter.go SparkPodDefaulter.Default, mutateSparkPod; registered by
+// kubeflow/manifests applications/spark/spark-operator/base/resources.yaml as
+// mutate--v1-pod.sparkoperator.k8s.io, objectSelector sparkoperator.k8s.io/launched-by-spark-operator=true,
+// no namespaceSelector, and --namespaces="" so every namespace) looks up the SparkApplication named
+// by the pod's label sparkoperator.k8s.io/app-name in the pod's namespace and appends its
+// spec.driver (or spec.executor, by the pod's spark-role label) initContainers and sidecars to the
+// pod (addInitContainers, addSidecarContainers), with its env, volumes, hostNetwork and security
+// contexts, whoever creates the pod. Only the pod's labels select it, and a kubeflow-edit member may
+// put them on a Deployment's pod template (the labels mean nothing to the guard), whose pods
+// kube-controller-manager's replicaset controller creates: the guard trusts it, so no policy judges
+// what the webhook adds. In sidecar mode a SparkApplication with an init container (or sidecar)
+// named istio-init then puts it on a pod the guard never sees, and istio-cni skips the pod's
+// redirect (istio/istio cni/pkg/plugin/plugin.go doAddRun: pi.Containers.Contains(ISTIOINIT);
+// cni/pkg/plugin/kubernetes.go containers reads init and regular containers alike), so callers
+// reach the pod's ports past its sidecar and every policy of the namespace. kubeflow-edit writes
+// SparkApplications (kubeflow-spark-edit, applications/spark/spark-operator/base/aggregated-roles.yaml)
+// and Deployments (kubeflow-kubernetes-edit). The spark-operator's own pods are not the problem:
+// spark-submit (the operator's service account, kubeflow namespace) creates drivers and the
+// driver (a tenant's service account) executors, neither trusted, so those pods are judged after
+// the webhook.
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/guard"
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+)
+
+// The labels by which the Spark operator's pod webhook selects a pod and finds its SparkApplication
+// (kubeflow/spark-operator pkg/common/label.go).
+const (
+	sparkLaunchedLabel = "sparkoperator.k8s.io/launched-by-spark-operator"
+	sparkAppNameLabel  = "sparkoperator.k8s.io/app-name"
+	sparkRoleLabel     = "spark-role"
+)
+
+// sparkCRD is the SparkApplication CRD (sparkoperator.k8s.io/v1beta2) with an open spec.
+func sparkCRD() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "sparkapplications.sparkoperator.k8s.io",
+			// As the operator's own CRD: sparkoperator.k8s.io is a protected group.
+			"annotations": map[string]any{"api-approved.kubernetes.io": "https://github.com/kubeflow/spark-operator/pull/1298"}},
+		"spec": map[string]any{"group": "sparkoperator.k8s.io", "scope": "Namespaced",
+			"names": map[string]any{"kind": "SparkApplication", "listKind": "SparkApplicationList", "plural": "sparkapplications", "singular": "sparkapplication"},
+			"versions": []any{map[string]any{"name": "v1beta2", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
+					"spec": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}},
+	}}
+}
+
+// sparkApplication is a SparkApplication whose role ("driver" or "executor") spec has containers
+// in field ("initContainers" or "sidecars").
+func sparkApplication(ns, name, role, field string, containers ...map[string]any) *unstructured.Unstructured {
+	var list []any
+	for _, c := range containers {
+		list = append(list, c)
+	}
+	roleSpec := map[string]any{"cores": int64(1), "memory": "512m"}
+	if len(list) > 0 {
+		roleSpec[field] = list
+	}
+	spec := map[string]any{"type": "Scala", "mode": "cluster", "image": "registry.example.com/spark:3.5",
+		"mainClass": "org.example.Main", "mainApplicationFile": "local:///opt/app.jar", "sparkVersion": "3.5.0",
+		"driver": map[string]any{"cores": int64(1), "memory": "512m"}, "executor": map[string]any{"cores": int64(1), "memory": "512m", "instances": int64(1)}}
+	spec[role] = roleSpec
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec,
+	}}
+}
+
+// sparkDeployment is a Deployment whose clean pod template carries the labels that make the Spark
+// operator's webhook treat its pods as app's pods in role.
+func sparkDeployment(ns, name, app, role string) *appsv1.Deployment {
+	labels := map[string]string{"app": name, sparkLaunchedLabel: "true", sparkAppNameLabel: app, sparkRoleLabel: role}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "spark-kubernetes-" + role, Image: "registry.example.com/server:1"}}},
+			},
+		},
+	}
+}
+
+func TestReview12SparkPodWebhookCopiesContainersOntoPodsTheGuardTrusts(t *testing.T) {
+	ns := "r12-spark"
+	env := envtest.StartFresh(t, 0)
+	ctx := context.Background()
+	installGuard(t, env.Client, config.ModeSidecar)
+	profileIn(t, env.Client, ns)
+	require.NoError(t, env.Client.Create(ctx, sparkCRD()))
+	require.Eventually(t, func() bool {
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion("sparkoperator.k8s.io/v1beta2")
+		l.SetKind("SparkApplicationList")
+		return env.Client.List(ctx, l, client.InNamespace(ns)) == nil
+	}, 30*time.Second, 200*time.Millisecond, "the SparkApplication CRD is served")
+	member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r12-kubeflow-edit-spark", append([]rbacv1.PolicyRule{
+		{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications", "scheduledsparkapplications"},
+			Verbs: []string{"get", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "create", "update", "patch", "delete"}},
+	}, contributorPodRules...))
+
+	// The guard is in force: a template that opts out is refused.
+	require.Eventually(t, func() bool {
+		d := sparkDeployment(ns, "probe", "probe", "driver")
+		d.Spec.Template.Labels["sidecar.istio.io/inject"] = "false"
+		err := member.Create(ctx, d, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), guard.WorkloadsPolicy)
+	}, 30*time.Second, 200*time.Millisecond, "the workloads policy refuses an opted-out template")
+
+	// The pod the webhook makes of such a Deployment's pod: injected by Istio, then given the
+	// SparkApplication's istio-init. The replicaset controller creates it, and the guard trusts it;
+	// the same pod from the member is refused.
+	webhooked := injectedWith(func(p *corev1.Pod) {
+		p.Name, p.Namespace = "spark-server-1", ns
+		p.Labels = map[string]string{sparkLaunchedLabel: "true", sparkAppNameLabel: "app", sparkRoleLabel: "driver"}
+		p.Spec.Containers[0].Name = "spark-kubernetes-driver"
+		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "istio-init", Image: "registry.example.com/noop:1"})
+	})
+	rsController := bound(t, env, userBinding(ns, "replicaset-controller", "system:serviceaccount:kube-system:replicaset-controller", nil),
+		"r12-replicaset-controller-pods", contributorPodRules)
+	require.NoError(t, rsController.Create(ctx, webhooked.DeepCopy(), client.DryRunAll),
+		"the Deployment's pod from the replicaset controller is admitted: the guard trusts it and judged the template instead")
+	err := member.Create(ctx, webhooked.DeepCopy(), client.DryRunAll)
+	require.Error(t, err, "the member's own pod with an istio-init container is refused")
+	require.Contains(t, err.Error(), guard.PodsPolicy)
+
+	// The attack takes both a SparkApplication with a container named as Istio's and a workload
+	// whose template the webhook selects: the guard should refuse one of the two.
+	guardPolicies := []string{guard.KubeflowPolicy, guard.WorkloadsPolicy}
+	byGuard := func(err error) bool {
+		if err == nil {
+			return false
+		}
+		for _, p := range guardPolicies {
+			if strings.Contains(err.Error(), p) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct{ role, field, container string }{
+		{"driver", "initContainers", "istio-init"},
+		{"driver", "sidecars", "istio-init"},
+		{"executor", "initContainers", "istio-init"},
+		{"executor", "sidecars", "istio-init"},
+	} {
+		name := objectName(c.role + " " + c.field + " " + c.container)
+		appErr := member.Create(ctx, sparkApplication(ns, name, c.role, c.field,
+			map[string]any{"name": c.container, "image": "registry.example.com/noop:1"}))
+		depErr := member.Create(ctx, sparkDeployment(ns, name, name, c.role), client.DryRunAll)
+		t.Logf("%s: SparkApplication: %v; Deployment selected by the webhook: %v", name, appErr, depErr)
+		assert.True(t, byGuard(appErr) || byGuard(depErr),
+			"%s: a kubeflow-edit member's SparkApplication with %s %s named %s and a Deployment whose pods the Spark webhook gives them are both admitted, "+
+				"and the replicaset controller's pods are not judged", name, c.role, c.field, c.container)
+	}
+
+	// What the fix must keep: a plain SparkApplication, and a plain Deployment.
+	assert.NoError(t, member.Create(ctx, sparkApplication(ns, "plain", "driver", "sidecars",
+		map[string]any{"name": "log-shipper", "image": "registry.example.com/shipper:1"}), client.DryRunAll))
+	plain := sparkDeployment(ns, "plain", "plain", "driver")
+	plain.Spec.Template.Labels = map[string]string{"app": "plain"}
+	assert.NoError(t, member.Create(ctx, plain, client.DryRunAll))
+}
