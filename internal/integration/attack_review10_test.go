@@ -68,16 +68,8 @@ func TestReview10PodDefaultsMayNotSelectTheWaypointsPods(t *testing.T) {
 	wp := cfg.Mesh.Waypoint.Name
 	ns := "r10-waypoint-poddefaults"
 	profileIn(t, env.Client, ns)
-	require.NoError(t, env.Client.Create(ctx, podDefaultCRD()))
-	require.Eventually(t, func() bool {
-		l := &unstructured.UnstructuredList{}
-		l.SetAPIVersion("kubeflow.org/v1alpha1")
-		l.SetKind("PodDefaultList")
-		return env.Client.List(ctx, l, client.InNamespace(ns)) == nil
-	}, 30*time.Second, 200*time.Millisecond, "the PodDefault CRD is served")
-	member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r10-kubeflow-edit-poddefaults", append([]rbacv1.PolicyRule{
-		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"poddefaults"}, Verbs: []string{"create", "update", "patch", "delete"}},
-	}, contributorPodRules...))
+	member := crdMember(t, env, ns, podDefaultCRD(), "kubeflow.org/v1alpha1", "PodDefaultList", "r10-kubeflow-edit-poddefaults", []rbacv1.PolicyRule{
+		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"poddefaults"}, Verbs: []string{"create", "update", "patch", "delete"}}})
 	rsController := bound(t, env, userBinding(ns, "replicaset-controller", "system:serviceaccount:kube-system:replicaset-controller", nil),
 		"r10-replicaset-controller-pods", contributorPodRules)
 	require.Eventually(t, func() bool {

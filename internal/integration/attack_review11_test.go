@@ -184,24 +184,11 @@ func TestReview11PodDefaultsMayNotSelectTheWaypointByTheAdminsWaypointLabels(t *
 	ctx := context.Background()
 	cfg := config.Default()
 	cfg.Mesh.Waypoint.Labels = map[string]string{"team": "platform", "app.kubernetes.io/part-of": "kubeflow"}
-	require.NoError(t, cfg.Validate())
-	objs, err := guard.Objects(cfg)
-	require.NoError(t, err)
-	for _, o := range objs {
-		require.NoError(t, env.Client.Create(ctx, o))
-	}
+	installGuardOf(t, env.Client, cfg)
 	ns := "r11-waypoint-labels"
 	profileIn(t, env.Client, ns)
-	require.NoError(t, env.Client.Create(ctx, podDefaultCRD()))
-	require.Eventually(t, func() bool {
-		l := &unstructured.UnstructuredList{}
-		l.SetAPIVersion("kubeflow.org/v1alpha1")
-		l.SetKind("PodDefaultList")
-		return env.Client.List(ctx, l, client.InNamespace(ns)) == nil
-	}, 30*time.Second, 200*time.Millisecond, "the PodDefault CRD is served")
-	member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r11-kubeflow-edit-poddefaults", append([]rbacv1.PolicyRule{
-		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"poddefaults"}, Verbs: []string{"create", "update", "patch", "delete"}},
-	}, contributorPodRules...))
+	member := crdMember(t, env, ns, podDefaultCRD(), "kubeflow.org/v1alpha1", "PodDefaultList", "r11-kubeflow-edit-poddefaults", []rbacv1.PolicyRule{
+		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"poddefaults"}, Verbs: []string{"create", "update", "patch", "delete"}}})
 	require.Eventually(t, func() bool {
 		err := member.Create(ctx, podDefault(ns, "probe", map[string]any{"labels": map[string]any{"istio.io/dataplane-mode": "none"}}), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), guard.KubeflowPolicy)

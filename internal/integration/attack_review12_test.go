@@ -115,18 +115,10 @@ func TestReview12SparkPodWebhookCopiesContainersOntoPodsTheGuardTrusts(t *testin
 	ctx := context.Background()
 	installGuard(t, env.Client, config.ModeSidecar)
 	profileIn(t, env.Client, ns)
-	require.NoError(t, env.Client.Create(ctx, sparkCRD()))
-	require.Eventually(t, func() bool {
-		l := &unstructured.UnstructuredList{}
-		l.SetAPIVersion("sparkoperator.k8s.io/v1beta2")
-		l.SetKind("SparkApplicationList")
-		return env.Client.List(ctx, l, client.InNamespace(ns)) == nil
-	}, 30*time.Second, 200*time.Millisecond, "the SparkApplication CRD is served")
-	member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r12-kubeflow-edit-spark", append([]rbacv1.PolicyRule{
+	member := crdMember(t, env, ns, sparkCRD(), "sparkoperator.k8s.io/v1beta2", "SparkApplicationList", "r12-kubeflow-edit-spark", []rbacv1.PolicyRule{
 		{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications", "scheduledsparkapplications"},
 			Verbs: []string{"get", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "create", "update", "patch", "delete"}},
-	}, contributorPodRules...))
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}})
 
 	// The guard is in force: a template that opts out is refused.
 	require.Eventually(t, func() bool {

@@ -147,11 +147,17 @@ func installGuard(t *testing.T, c client.Client, mode config.MeshMode) *config.C
 	t.Helper()
 	cfg := config.Default()
 	cfg.Mesh.Mode = mode
+	installGuardOf(t, c, cfg)
+	return cfg
+}
+
+// installGuardOf creates the guard of cfg (validated here) on the API server c.
+func installGuardOf(t *testing.T, c client.Client, cfg *config.Config) {
+	t.Helper()
 	require.NoError(t, cfg.Validate())
 	objs, err := guard.Objects(cfg)
 	require.NoError(t, err)
 	for _, o := range objs {
 		require.NoError(t, c.Create(context.Background(), o))
 	}
-	return cfg
 }

@@ -193,16 +193,8 @@ func TestReview9PodDefaultsCopyOptOutsOntoPodsTheGuardTrusts(t *testing.T) {
 	installGuard(t, env.Client, config.ModeAmbient)
 	ns := "r9-poddefaults"
 	profileIn(t, env.Client, ns)
-	require.NoError(t, env.Client.Create(ctx, podDefaultCRD()))
-	require.Eventually(t, func() bool {
-		l := &unstructured.UnstructuredList{}
-		l.SetAPIVersion("kubeflow.org/v1alpha1")
-		l.SetKind("PodDefaultList")
-		return env.Client.List(ctx, l, client.InNamespace(ns)) == nil
-	}, 30*time.Second, 200*time.Millisecond, "the PodDefault CRD is served")
-	member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r9-kubeflow-edit-poddefaults", append([]rbacv1.PolicyRule{
-		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"poddefaults"}, Verbs: []string{"create", "update", "patch", "delete"}},
-	}, contributorPodRules...))
+	member := crdMember(t, env, ns, podDefaultCRD(), "kubeflow.org/v1alpha1", "PodDefaultList", "r9-kubeflow-edit-poddefaults", []rbacv1.PolicyRule{
+		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"poddefaults"}, Verbs: []string{"create", "update", "patch", "delete"}}})
 	// The pods of a workload are created by kube-controller-manager's ReplicaSet controller, and the
 	// webhook has applied the PodDefault to them when the guard sees them.
 	rsController := bound(t, env, userBinding(ns, "replicaset-controller", "system:serviceaccount:kube-system:replicaset-controller", nil),
@@ -281,16 +273,8 @@ func TestReview9NotebooksMayNotSetTheUserIDHeader(t *testing.T) {
 	installGuard(t, env.Client, config.ModeAmbient)
 	ns := "r9-notebooks"
 	profileIn(t, env.Client, ns)
-	require.NoError(t, env.Client.Create(ctx, notebookCRD()))
-	require.Eventually(t, func() bool {
-		l := &unstructured.UnstructuredList{}
-		l.SetAPIVersion("kubeflow.org/v1")
-		l.SetKind("NotebookList")
-		return env.Client.List(ctx, l, client.InNamespace(ns)) == nil
-	}, 30*time.Second, 200*time.Millisecond, "the Notebook CRD is served")
-	member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r9-kubeflow-edit-notebooks", append([]rbacv1.PolicyRule{
-		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"notebooks"}, Verbs: []string{"create", "update", "patch", "delete"}},
-	}, contributorPodRules...))
+	member := crdMember(t, env, ns, notebookCRD(), "kubeflow.org/v1", "NotebookList", "r9-kubeflow-edit-notebooks", []rbacv1.PolicyRule{
+		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"notebooks"}, Verbs: []string{"create", "update", "patch", "delete"}}})
 	require.Eventually(t, func() bool {
 		err := member.Create(ctx, notebook(ns, "probe", `{"kubeflow-userid":"alice@example.com"}`), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), guard.KubeflowPolicy)
@@ -311,4 +295,20 @@ func TestReview9NotebooksMayNotSetTheUserIDHeader(t *testing.T) {
 	// What the Jupyter web app sets for RStudio (spawner_ui_config.yaml), and no header at all.
 	assert.NoError(t, member.Create(ctx, notebook(ns, "rstudio", `{"X-RStudio-Root-Path":"/notebook/r9-notebooks/rstudio/"}`), client.DryRunAll))
 	assert.NoError(t, member.Create(ctx, notebook(ns, "lab", ""), client.DryRunAll))
+}
+
+// crdMember installs crd, waits until the API server lists its objects (apiVersion, listKind) in
+// ns, and returns a kubeflow-edit member of ns bound, through the ClusterRole role, to rules and
+// the pod rules.
+func crdMember(t *testing.T, env *envtest.Env, ns string, crd *unstructured.Unstructured, apiVersion, listKind, role string, rules []rbacv1.PolicyRule) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, env.Client.Create(ctx, crd))
+	require.Eventually(t, func() bool {
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion(apiVersion)
+		l.SetKind(listKind)
+		return env.Client.List(ctx, l, client.InNamespace(ns)) == nil
+	}, 30*time.Second, 200*time.Millisecond, "the %s CRD is served", listKind)
+	return bound(t, env, userBinding(ns, "member-edit", editor, nil), role, append(rules, contributorPodRules...))
 }
