@@ -46,12 +46,7 @@ func guardedEnv(t *testing.T, names ...string) (root, writer client.Client) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metadata-writer"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: metadataWriter}}}))
 	cfg := config.Default()
-	require.NoError(t, cfg.Validate())
-	objs, err := guard.Objects(cfg)
-	require.NoError(t, err)
-	for _, o := range objs {
-		require.NoError(t, root.Create(ctx, o))
-	}
+	installGuardOf(t, root, cfg)
 	writer = as(t, env, metadataWriter)
 	for _, name := range names {
 		profileIn(t, root, name)

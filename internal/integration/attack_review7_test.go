@@ -151,13 +151,15 @@ func installGuard(t *testing.T, c client.Client, mode config.MeshMode) *config.C
 	return cfg
 }
 
-// installGuardOf creates the guard of cfg (validated here) on the API server c.
+// installGuardOf creates the guard of cfg (validated here) on the API server c and waits until
+// all of its policies are in force.
 func installGuardOf(t *testing.T, c client.Client, cfg *config.Config) {
 	t.Helper()
 	require.NoError(t, cfg.Validate())
 	objs, err := guard.Objects(cfg)
 	require.NoError(t, err)
 	for _, o := range objs {
-		require.NoError(t, c.Create(context.Background(), o))
+		require.NoError(t, c.Create(context.Background(), o), "the API server accepts %s", o.GetName())
 	}
+	guardInForce(t, c)
 }

@@ -122,12 +122,7 @@ func TestTheGuardRefusesKubeflowMembersAndAdmitsTheControllerOnTheAPIServer(t *t
 	}}))
 	fixture.ClusterAdmin(t, root, "profile-plugins", rbacv1.Subject{Kind: "ServiceAccount", Name: "profile-plugins", Namespace: "kubeflow"})
 	cfg := config.Default()
-	require.NoError(t, cfg.Validate())
-	objs, err := guard.Objects(cfg)
-	require.NoError(t, err)
-	for _, o := range objs {
-		require.NoError(t, root.Create(ctx, o), "the API server accepts %s", o.GetName())
-	}
+	installGuardOf(t, root, cfg)
 
 	controller := as(t, env, controllerUser, "system:serviceaccounts", "system:serviceaccounts:kubeflow")
 	p := profileIn(t, root, "guarded")
@@ -241,12 +236,7 @@ func TestTheGuardsOptOutExceptionsOnTheAPIServer(t *testing.T) {
 	cfg := config.Default()
 	cfg.Mesh.Mode = config.ModeSidecar
 	cfg.Guard.OptOutAllowed = []config.OptOut{{Namespace: p.Name, ServiceAccount: "pipeline-runner"}}
-	require.NoError(t, cfg.Validate())
-	objs, err := guard.Objects(cfg)
-	require.NoError(t, err)
-	for _, o := range objs {
-		require.NoError(t, root.Create(ctx, o))
-	}
+	installGuardOf(t, root, cfg)
 	tenant := as(t, env, editor)
 	pod := func(name, sa string, labels, annotations map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Name, Labels: labels, Annotations: annotations},
@@ -267,7 +257,7 @@ func TestTheGuardsOptOutExceptionsOnTheAPIServer(t *testing.T) {
 	// Ambient mode: istiod's waypoint Deployment (its pods labelled dataplane-mode=none) is admitted.
 	cfg.Mesh.Mode = config.ModeAmbient
 	require.NoError(t, cfg.Validate())
-	objs, err = guard.Objects(cfg)
+	objs, err := guard.Objects(cfg)
 	require.NoError(t, err)
 	for _, o := range objs {
 		cur := o.DeepCopyObject().(client.Object)
@@ -275,6 +265,7 @@ func TestTheGuardsOptOutExceptionsOnTheAPIServer(t *testing.T) {
 		o.SetResourceVersion(cur.GetResourceVersion())
 		require.NoError(t, root.Update(ctx, o))
 	}
+	guardInForce(t, root)
 	istiod := as(t, env, "system:serviceaccount:istio-system:istiod", "system:serviceaccounts")
 	fixture.ClusterAdmin(t, root, "istiod", rbacv1.Subject{Kind: "ServiceAccount", Name: "istiod", Namespace: "istio-system"})
 	waypointDeployment := func() *appsv1.Deployment {
@@ -306,12 +297,7 @@ func TestTheGuardJudgesLabelsWrittenThroughAPodsStatusOnTheAPIServer(t *testing.
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pod-status-writer"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "node-agent"}}}))
 	cfg := config.Default()
-	require.NoError(t, cfg.Validate())
-	objs, err := guard.Objects(cfg)
-	require.NoError(t, err)
-	for _, o := range objs {
-		require.NoError(t, root.Create(ctx, o))
-	}
+	installGuardOf(t, root, cfg)
 	p := profileIn(t, root, "pod-status")
 	legacy := boundPod(p.Name, "opted-out-before", false)
 	legacy.Labels = map[string]string{"istio.io/dataplane-mode": "none"}
