@@ -47,7 +47,10 @@
 //     controller puts on the ingress route; and Katib's Experiments and Trials with a label of
 //     Istio's domain or a custom metrics collector named istio-proxy, istio-init or
 //     istio-validation, which Katib's pod webhook copies onto the pods of trials, created by
-//     kube-controller-manager.
+//     kube-controller-manager; and the Spark operator's SparkApplications (and the templates of
+//     ScheduledSparkApplications) whose driver or executor has an init container or sidecar named
+//     so, which the operator's pod webhook appends to any pod labelled with the application's
+//     name, also those of a member's workloads.
 //
 // A namespace is managed when it carries the profiles controller's "owner" annotation and is
 // none of config.ReservedNamespaces. Every namespace of a Profile carries it: the profiles

@@ -396,12 +396,15 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []admiss
 				"so callers would reach the pod past the namespace\\'s policies; rename it"+ask+"'"))
 	}
 	if old != "" {
-		// A pod a user creates is seen as the injector left it: without istio-proxy it was not
-		// injected and runs outside the mesh.
-		out = append(out, validation(exempt+" || request.operation != 'CREATE' || "+all+".exists(c, c.name == "+proxy+")",
+		// A pod a user creates is seen as the injector left it: without istio-proxy, or without
+		// the status annotation the injector always writes, it was not injected, and istio-cni
+		// programs no redirect for it (cni/pkg/plugin/plugin.go doAddRun skips a pod without
+		// sidecar.istio.io/status), whatever its own istio-proxy container runs.
+		status := annotation.SidecarStatus.Name
+		out = append(out, validation(exempt+" || request.operation != 'CREATE' || ("+all+".exists(c, c.name == "+proxy+") && "+hasKey(m, "annotations", status, "")+")",
 			"pods of this namespace run with Istio's sidecar"+ask,
-			what+" + ': the pod has no "+waypoint.SidecarContainer+" container, so it was not injected and would run outside the mesh and every policy of the namespace; "+
-				"create it where injection is on, without switching it off"+ask+"'"))
+			what+" + ': the pod has no "+waypoint.SidecarContainer+" container or no "+status+", so it was not injected and istio-cni would leave it "+
+				"outside the mesh and every policy of the namespace; create it where injection is on, without switching it off"+ask+"'"))
 	}
 	return out
 }
@@ -506,14 +509,59 @@ func (b builder) bindings() *admissionv1.ValidatingAdmissionPolicy {
 }
 
 // kubeflow refuses Kubeflow's objects whose controllers copy a tenant's input into what Istio
-// reads: PodDefaults (onto pods), Notebooks (onto the ingress route) and Katib's Experiments and
-// Trials (onto the pods of trials). Clusters without these CRDs match nothing.
+// reads: PodDefaults (onto pods), Notebooks (onto the ingress route), Katib's Experiments and
+// Trials (onto the pods of trials) and the Spark operator's SparkApplications and
+// ScheduledSparkApplications (onto pods its webhook selects). Clusters without these CRDs match
+// nothing.
 func (b builder) kubeflow() *admissionv1.ValidatingAdmissionPolicy {
 	return b.policy(KubeflowPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("kubeflow.org", "*", []string{"poddefaults"}, admissionv1.Create, admissionv1.Update),
 		rule("kubeflow.org", "*", []string{"notebooks"}, admissionv1.Create, admissionv1.Update),
 		rule("kubeflow.org", "*", []string{"experiments", "trials"}, admissionv1.Create, admissionv1.Update),
-	}, nil, []admissionv1.Validation{podDefaultCheck(), b.podDefaultSelectorCheck(), b.notebookCheck(), katibCheck()})
+		rule("sparkoperator.k8s.io", "*", []string{"sparkapplications", "scheduledsparkapplications"}, admissionv1.Create, admissionv1.Update),
+	}, nil, []admissionv1.Validation{podDefaultCheck(), b.podDefaultSelectorCheck(), b.notebookCheck(), katibCheck(), sparkCheck()})
+}
+
+// istioContainerNames is the CEL list of the container names Istio reads: its proxy, and the init
+// containers whose presence makes istio-cni or the injector treat a pod as already handled.
+func istioContainerNames() string {
+	return "[" + quote(waypoint.SidecarContainer) + ", 'istio-init', 'istio-validation']"
+}
+
+// sparkCheck refuses the Spark operator's SparkApplications (and ScheduledSparkApplications, whose
+// spec.template the operator makes SparkApplications of) with a driver or executor init container
+// or sidecar named as a container Istio reads. The operator's pod webhook appends those containers
+// to every pod labelled sparkoperator.k8s.io/launched-by-spark-operator=true whose
+// sparkoperator.k8s.io/app-name label names the application, in every namespace, whoever creates
+// the pod (kubeflow/spark-operator internal/webhook/sparkpod_defaulter.go mutateSparkPod,
+// addInitContainers, addSidecarContainers). Those labels mean nothing to the guard, so a member
+// may put them on a workload's pod template, whose pods kube-controller-manager creates and the
+// guard does not judge: an istio-init there makes istio-cni skip the pod's redirect (istio/istio
+// cni/pkg/plugin/plugin.go doAddRun), and an istio-proxy of the member's is merged into the
+// injected one. Everything else the webhook copies lands on the Spark container or the pod spec,
+// where Pod Security still judges it.
+func sparkCheck() admissionv1.Validation {
+	named := func(spec, role, field string) string {
+		return fmt.Sprintf("(has(%[1]s.%[2]s) && has(%[1]s.%[2]s.%[3]s) && %[1]s.%[2]s.%[3]s.exists(c, has(c.name) && c.name in %[4]s))",
+			spec, role, field, istioContainerNames())
+	}
+	istioContainer := func(spec string) string {
+		var clauses []string
+		for _, role := range []string{"driver", "executor"} {
+			for _, field := range []string{"initContainers", "sidecars"} {
+				clauses = append(clauses, named(spec, role, field))
+			}
+		}
+		return "(" + strings.Join(clauses, " || ") + ")"
+	}
+	spec := "(request.resource.resource == 'sparkapplications' && has(object.spec) && " + istioContainer("object.spec") + ")"
+	template := "(request.resource.resource == 'scheduledsparkapplications' && has(object.spec) && has(object.spec.template) && " + istioContainer("object.spec.template") + ")"
+	return validation(
+		"!(request.resource.resource in ['sparkapplications', 'scheduledsparkapplications']) || !variables.managed || !("+spec+" || "+template+")",
+		"a SparkApplication may not give its driver or executor a container named as Istio's: the Spark operator's webhook copies them onto pods no policy judges"+ask,
+		"request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name + ': the Spark operator\\'s webhook appends the driver\\'s and executor\\'s initContainers and sidecars "+
+			"to every pod labelled with this application\\'s name, also those kube-controller-manager creates, which the guard does not judge, so a container named "+waypoint.SidecarContainer+
+			", istio-init or istio-validation could take them out of the mesh; name the container otherwise"+ask+"'")
 }
 
 // katibCheck refuses Katib's Experiments and Trials whose labels or custom metrics collector Katib
@@ -529,8 +577,8 @@ func (b builder) kubeflow() *admissionv1.ValidatingAdmissionPolicy {
 func katibCheck() admissionv1.Validation {
 	named := func(mc string) string {
 		return fmt.Sprintf("(has(object.spec.%[1]s) && has(object.spec.%[1]s.collector) && has(object.spec.%[1]s.collector.customCollector) && "+
-			"has(object.spec.%[1]s.collector.customCollector.name) && object.spec.%[1]s.collector.customCollector.name in [%[2]s, 'istio-init', 'istio-validation'])",
-			mc, quote(waypoint.SidecarContainer))
+			"has(object.spec.%[1]s.collector.customCollector.name) && object.spec.%[1]s.collector.customCollector.name in %[2]s)",
+			mc, istioContainerNames())
 	}
 	istio := "(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))"
 	collector := "(has(object.spec) && (" + named("metricsCollectorSpec") + " || " + named("metricsCollector") + "))"
@@ -621,8 +669,8 @@ func podDefaultCheck() admissionv1.Validation {
 		return fmt.Sprintf("(has(object.spec.%[1]s) && object.spec.%[1]s.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))", field)
 	}
 	named := func(field string) string {
-		return fmt.Sprintf("(has(object.spec.%[1]s) && object.spec.%[1]s.exists(c, has(c.name) && c.name in [%[2]s, 'istio-init', 'istio-validation']))",
-			field, quote(waypoint.SidecarContainer))
+		return fmt.Sprintf("(has(object.spec.%[1]s) && object.spec.%[1]s.exists(c, has(c.name) && c.name in %[2]s))",
+			field, istioContainerNames())
 	}
 	disable := "(has(object.spec.env) && object.spec.env.exists(e, has(e.name) && e.name == 'DISABLE_ENVOY'))"
 	return validation(

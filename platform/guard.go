@@ -150,7 +150,7 @@ func guardedBy(name string) string {
 	case guard.BindingsPolicy:
 		return "Bindings that would copy Istio's labels or annotations onto a pod"
 	case guard.KubeflowPolicy:
-		return "PodDefaults that would copy Istio's switches onto pods, and Notebooks that would set the user-id header"
+		return "PodDefaults, Katib trials and SparkApplications that would copy Istio's switches onto pods, and Notebooks that would set the user-id header"
 	}
 	return "pods opting out of the mesh and pointing istio.io/use-waypoint past the namespace's waypoint"
 }

@@ -1,11 +1,8 @@
-//go:build openfindings
-
 package integration
 
-// The twelfth review (review12) of the guard at 068fcec. Report-only: the tests here are open
-// findings, kept out of `make test` by the openfindings build tag.
+// The twelfth review (review12) of the guard at 068fcec.
 //
-// Finding R12-1: the Spark operator's pod webhook (kubeflow/spark-operator
+// Finding R12-1 (fixed by the kubeflow policy's sparkCheck): the Spark operator's pod webhook (kubeflow/spark-operator
 // internal/webhook/sparkpod_defaulter.go SparkPodDefaulter.Default, mutateSparkPod; registered by
 // kubeflow/manifests applications/spark/spark-operator/base/resources.yaml as
 // mutate--v1-pod.sparkoperator.k8s.io, objectSelector sparkoperator.k8s.io/launched-by-spark-operator=true,
@@ -25,7 +22,9 @@ package integration
 // and Deployments (kubeflow-kubernetes-edit). The spark-operator's own pods are not the problem:
 // spark-submit (the operator's service account, kubeflow namespace) creates drivers and the
 // driver (a tenant's service account) executors, neither trusted, so those pods are judged after
-// the webhook.
+// the webhook. The fix refuses, in a managed namespace, a SparkApplication (or the template of a
+// ScheduledSparkApplication) whose driver or executor has an init container or sidecar named
+// istio-proxy, istio-init or istio-validation.
 
 import (
 	"context"
@@ -40,6 +39,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,15 +56,15 @@ const (
 	sparkRoleLabel     = "spark-role"
 )
 
-// sparkCRD is the SparkApplication CRD (sparkoperator.k8s.io/v1beta2) with an open spec.
-func sparkCRD() *unstructured.Unstructured {
+// sparkCRD is the CRD of the Spark operator's kind (sparkoperator.k8s.io/v1beta2) with an open spec.
+func sparkCRD(kind, plural string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "sparkapplications.sparkoperator.k8s.io",
+		"metadata": map[string]any{"name": plural + ".sparkoperator.k8s.io",
 			// As the operator's own CRD: sparkoperator.k8s.io is a protected group.
 			"annotations": map[string]any{"api-approved.kubernetes.io": "https://github.com/kubeflow/spark-operator/pull/1298"}},
 		"spec": map[string]any{"group": "sparkoperator.k8s.io", "scope": "Namespaced",
-			"names": map[string]any{"kind": "SparkApplication", "listKind": "SparkApplicationList", "plural": "sparkapplications", "singular": "sparkapplication"},
+			"names": map[string]any{"kind": kind, "listKind": kind + "List", "plural": plural, "singular": strings.ToLower(kind)},
 			"versions": []any{map[string]any{"name": "v1beta2", "served": true, "storage": true,
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
 					"spec": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}},
@@ -109,28 +109,27 @@ func sparkDeployment(ns, name, app, role string) *appsv1.Deployment {
 	}
 }
 
-func TestReview12SparkPodWebhookCopiesContainersOntoPodsTheGuardTrusts(t *testing.T) {
+func TestReview12SparkApplicationsWithContainersNamedAsIstiosAreRefused(t *testing.T) {
 	ns := "r12-spark"
 	env := envtest.StartFresh(t, 0)
 	ctx := context.Background()
 	installGuard(t, env.Client, config.ModeSidecar)
 	profileIn(t, env.Client, ns)
-	member := crdMember(t, env, ns, sparkCRD(), "sparkoperator.k8s.io/v1beta2", "SparkApplicationList", "r12-kubeflow-edit-spark", []rbacv1.PolicyRule{
+	member := crdMember(t, env, ns, sparkCRD("SparkApplication", "sparkapplications"), "sparkoperator.k8s.io/v1beta2", "SparkApplicationList", "r12-kubeflow-edit-spark", []rbacv1.PolicyRule{
 		{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications", "scheduledsparkapplications"},
 			Verbs: []string{"get", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}})
-
-	// The guard is in force: a template that opts out is refused.
+	require.NoError(t, env.Client.Create(ctx, sparkCRD("ScheduledSparkApplication", "scheduledsparkapplications")))
 	require.Eventually(t, func() bool {
-		d := sparkDeployment(ns, "probe", "probe", "driver")
-		d.Spec.Template.Labels["sidecar.istio.io/inject"] = "false"
-		err := member.Create(ctx, d, client.DryRunAll)
-		return err != nil && strings.Contains(err.Error(), guard.WorkloadsPolicy)
-	}, 30*time.Second, 200*time.Millisecond, "the workloads policy refuses an opted-out template")
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion("sparkoperator.k8s.io/v1beta2")
+		l.SetKind("ScheduledSparkApplicationList")
+		return env.Client.List(ctx, l, client.InNamespace(ns)) == nil
+	}, 30*time.Second, 200*time.Millisecond, "the ScheduledSparkApplication CRD is served")
 
-	// The pod the webhook makes of such a Deployment's pod: injected by Istio, then given the
-	// SparkApplication's istio-init. The replicaset controller creates it, and the guard trusts it;
-	// the same pod from the member is refused.
+	// Why the application is where the guard must refuse: the pod the webhook makes of such a
+	// Deployment's pod (injected by Istio, then given the SparkApplication's istio-init) comes from
+	// the replicaset controller, which the guard trusts; the same pod from the member is refused.
 	webhooked := injectedWith(func(p *corev1.Pod) {
 		p.Name, p.Namespace = "spark-server-1", ns
 		p.Labels = map[string]string{sparkLaunchedLabel: "true", sparkAppNameLabel: "app", sparkRoleLabel: "driver"}
@@ -145,40 +144,38 @@ func TestReview12SparkPodWebhookCopiesContainersOntoPodsTheGuardTrusts(t *testin
 	require.Error(t, err, "the member's own pod with an istio-init container is refused")
 	require.Contains(t, err.Error(), guard.PodsPolicy)
 
-	// The attack takes both a SparkApplication with a container named as Istio's and a workload
-	// whose template the webhook selects: the guard should refuse one of the two.
-	guardPolicies := []string{guard.KubeflowPolicy, guard.WorkloadsPolicy}
-	byGuard := func(err error) bool {
-		if err == nil {
-			return false
-		}
-		for _, p := range guardPolicies {
-			if strings.Contains(err.Error(), p) {
-				return true
+	const want = "the Spark operator's webhook appends the driver's and executor's initContainers and sidecars"
+	for _, role := range []string{"driver", "executor"} {
+		for _, field := range []string{"initContainers", "sidecars"} {
+			for _, container := range []string{"istio-init", "istio-proxy", "istio-validation"} {
+				name := objectName(role + " " + field + " " + container)
+				app := sparkApplication(ns, name, role, field,
+					map[string]any{"name": "log-shipper", "image": "registry.example.com/shipper:1"},
+					map[string]any{"name": container, "image": "registry.example.com/noop:1"})
+				guardDenied(t, member.Create(ctx, app.DeepCopy(), client.DryRunAll), guard.KubeflowPolicy, "SparkApplication "+ns+"/"+name+": "+want)
+				guardDenied(t, member.Create(ctx, scheduled(app), client.DryRunAll), guard.KubeflowPolicy, "ScheduledSparkApplication "+ns+"/"+name+": "+want)
 			}
 		}
-		return false
-	}
-	for _, c := range []struct{ role, field, container string }{
-		{"driver", "initContainers", "istio-init"},
-		{"driver", "sidecars", "istio-init"},
-		{"executor", "initContainers", "istio-init"},
-		{"executor", "sidecars", "istio-init"},
-	} {
-		name := objectName(c.role + " " + c.field + " " + c.container)
-		appErr := member.Create(ctx, sparkApplication(ns, name, c.role, c.field,
-			map[string]any{"name": c.container, "image": "registry.example.com/noop:1"}))
-		depErr := member.Create(ctx, sparkDeployment(ns, name, name, c.role), client.DryRunAll)
-		t.Logf("%s: SparkApplication: %v; Deployment selected by the webhook: %v", name, appErr, depErr)
-		assert.True(t, byGuard(appErr) || byGuard(depErr),
-			"%s: a kubeflow-edit member's SparkApplication with %s %s named %s and a Deployment whose pods the Spark webhook gives them are both admitted, "+
-				"and the replicaset controller's pods are not judged", name, c.role, c.field, c.container)
 	}
 
-	// What the fix must keep: a plain SparkApplication, and a plain Deployment.
-	assert.NoError(t, member.Create(ctx, sparkApplication(ns, "plain", "driver", "sidecars",
-		map[string]any{"name": "log-shipper", "image": "registry.example.com/shipper:1"}), client.DryRunAll))
+	// An update that adds the container is refused like a create.
+	plainApp := sparkApplication(ns, "plain", "driver", "sidecars", map[string]any{"name": "log-shipper", "image": "registry.example.com/shipper:1"})
+	require.NoError(t, member.Create(ctx, plainApp), "a SparkApplication with a sidecar of its own is admitted")
+	require.NoError(t, member.Create(ctx, scheduled(plainApp)), "so is a ScheduledSparkApplication of it")
+	require.NoError(t, member.Get(ctx, client.ObjectKeyFromObject(plainApp), plainApp))
+	require.NoError(t, unstructured.SetNestedSlice(plainApp.Object, []any{map[string]any{"name": "istio-init", "image": "registry.example.com/noop:1"}}, "spec", "executor", "initContainers"))
+	guardDenied(t, member.Update(ctx, plainApp, client.DryRunAll), guard.KubeflowPolicy, "SparkApplication "+ns+"/plain: "+want)
+
+	// What the fix keeps: a plain Deployment, also one with the Spark webhook's labels.
 	plain := sparkDeployment(ns, "plain", "plain", "driver")
-	plain.Spec.Template.Labels = map[string]string{"app": "plain"}
 	assert.NoError(t, member.Create(ctx, plain, client.DryRunAll))
+}
+
+// scheduled is a ScheduledSparkApplication whose template is app's spec.
+func scheduled(app *unstructured.Unstructured) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "ScheduledSparkApplication",
+		"metadata": map[string]any{"name": app.GetName(), "namespace": app.GetNamespace()},
+		"spec":     map[string]any{"schedule": "@every 1h", "template": runtime.DeepCopyJSONValue(app.Object["spec"])},
+	}}
 }

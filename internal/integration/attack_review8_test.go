@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
@@ -75,6 +76,18 @@ func review8Switches() map[string]func(p *corev1.Pod) {
 func TestEighthLookSidecarSwitchesOnPodsAreRefused(t *testing.T) {
 	pods := map[string]*corev1.Pod{
 		"a pod Istio never injected": podWith(map[string]string{"app.example.com/tier": "web"}),
+		// Found by TestTheGuardAdmitsNoGeneratedPodIstioWouldLeaveOpen: istio-cni programs no
+		// redirect for a pod without sidecar.istio.io/status, whatever its istio-proxy runs.
+		"a pod with its own istio-proxy and no sidecar.istio.io/status": injectedWith(func(p *corev1.Pod) {
+			delete(p.Annotations, "sidecar.istio.io/status")
+		}),
+		"a pod with its own native istio-proxy and no sidecar.istio.io/status": injectedWith(func(p *corev1.Pod) {
+			delete(p.Annotations, "sidecar.istio.io/status")
+			proxy := p.Spec.Containers[1]
+			proxy.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+			p.Spec.Containers = p.Spec.Containers[:1]
+			p.Spec.InitContainers = append(p.Spec.InitContainers, proxy)
+		}),
 	}
 	for name, change := range review8Switches() {
 		pods[name] = injectedWith(func(p *corev1.Pod) {

@@ -250,7 +250,7 @@ func TestTheGuardsOptOutExceptionsOnTheAPIServer(t *testing.T) {
 	guardDenied(t, tenant.Create(ctx, pod("label", "", off, nil), client.DryRunAll), guard.PodsPolicy, "sidecar.istio.io/inject other than 'true' runs the pod without a sidecar")
 	guardDenied(t, tenant.Create(ctx, pod("annotation", "", nil, off), client.DryRunAll), guard.PodsPolicy, "sidecar.istio.io/inject other than")
 	require.NoError(t, tenant.Create(ctx, pod("allowed", "pipeline-runner", nil, off), client.DryRunAll), "guard.optOutAllowed admits it")
-	injected := pod("ambient-label", "", map[string]string{"istio.io/dataplane-mode": "none"}, nil)
+	injected := pod("ambient-label", "", map[string]string{"istio.io/dataplane-mode": "none"}, map[string]string{"sidecar.istio.io/status": `{"containers":["istio-proxy"]}`})
 	injected.Spec.Containers = append(injected.Spec.Containers, corev1.Container{Name: "istio-proxy", Image: "proxyv2", Args: []string{"proxy", "sidecar"}})
 	require.NoError(t, tenant.Create(ctx, injected, client.DryRunAll), "ambient's opt-out label means nothing to an injected pod in sidecar mode and is not refused")
 
