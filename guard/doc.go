@@ -26,8 +26,8 @@
 //     or rerouted interfaces, proxy.istio.io/config, inject.istio.io/templates other than
 //     "sidecar", an istio-proxy container or init container with DISABLE_ENVOY true or a proxy
 //     type other than sidecar, a container named istio-init under istio-cni, and a pod a user
-//     creates without istio-proxy, that is, one Istio did not inject), except the pods guard.optOutAllowed
-//     names and workloads guard.meshServiceAccounts (istiod) make; and pods or templates that point
+//     creates without istio-proxy or without sidecar.istio.io/status, that is, one Istio did not
+//     inject), except the pods guard.optOutAllowed names and workloads guard.meshServiceAccounts (istiod) make; and pods or templates that point
 //     istio.io/use-waypoint (or Istio 1.32's istio.io/use-waypoint-canary) anywhere but the
 //     namespace's own waypoint or istio.io/use-waypoint-namespace (-canary-namespace) anywhere but
 //     their own namespace.
