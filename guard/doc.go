@@ -24,10 +24,11 @@
 //     label or annotation, traffic.sidecar.istio.io/includeInboundPorts other than "*",
 //     excludeInboundPorts beyond the status port, sidecar.istio.io/interceptionMode NONE, excluded
 //     or rerouted interfaces, proxy.istio.io/config, inject.istio.io/templates other than
-//     "sidecar", an istio-proxy container or init container with DISABLE_ENVOY true or a proxy
-//     type other than sidecar, a container named istio-init under istio-cni, and a pod a user
-//     creates without istio-proxy or without sidecar.istio.io/status, that is, one Istio did not
-//     inject), except the pods guard.optOutAllowed names and workloads guard.meshServiceAccounts (istiod) make; and pods or templates that point
+//     "sidecar", proxy.istio.io/overrides on a template, an istio-proxy container or init
+//     container with DISABLE_ENVOY true, ISTIO_DUAL_STACK other than true or a proxy type other
+//     than sidecar, a container named istio-init under istio-cni, a pod a user creates without
+//     istio-proxy or without sidecar.istio.io/status, that is, one Istio did not inject, and an
+//     update that removes that annotation), except the pods guard.optOutAllowed names and workloads guard.meshServiceAccounts (istiod) make; and pods or templates that point
 //     istio.io/use-waypoint (or Istio 1.32's istio.io/use-waypoint-canary) anywhere but the
 //     namespace's own waypoint or istio.io/use-waypoint-namespace (-canary-namespace) anywhere but
 //     their own namespace.

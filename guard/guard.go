@@ -368,14 +368,19 @@ func (b builder) podChecks(m, old, s, what string) []admissionv1.Validation {
 func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []admissionv1.Validation {
 	all := fmt.Sprintf("(has(%[1]s.initContainers) ? %[1]s.containers + %[1]s.initContainers : %[1]s.containers)", s)
 	proxy := quote(waypoint.SidecarContainer)
-	noProxy := fmt.Sprintf("%[1]s.exists(c, c.name == %[2]s && ((has(c.env) && c.env.exists(e, e.name == 'DISABLE_ENVOY' && has(e.value) && e.value in ['1', 't', 'T', 'TRUE', 'true', 'True'])) || "+
-		"(has(c.args) && size(c.args) >= 2 && c.args[0] == 'proxy' && c.args[1] != 'sidecar')))", all, proxy)
+	// istio-cni reads both with strconv.ParseBool (cni/pkg/plugin/plugin.go doAddRun,
+	// sidecar_redirect.go NewRedirect); ISTIO_DUAL_STACK anything but true (an unparsable value
+	// counts as false) drops the IPv6 redirect on a dual-stack cluster, where the mesh sets it true.
+	const truthy = "['1', 't', 'T', 'TRUE', 'true', 'True']"
+	noProxy := fmt.Sprintf("%[1]s.exists(c, c.name == %[2]s && ((has(c.env) && c.env.exists(e, e.name == 'DISABLE_ENVOY' && has(e.value) && e.value in %[3]s)) || "+
+		"(has(c.env) && c.env.exists(e, e.name == 'ISTIO_DUAL_STACK' && !(has(e.value) && e.value in %[3]s))) || "+
+		"(has(c.args) && size(c.args) >= 2 && c.args[0] == 'proxy' && c.args[1] != 'sidecar')))", all, proxy, truthy)
 	templates, proxyConfig := annotation.InjectTemplates.Name, annotation.ProxyConfig.Name
 	out := []admissionv1.Validation{
 		validation(exempt+" || !"+noProxy,
 			"the istio-proxy container of a pod in this namespace must run the sidecar proxy"+ask,
 			what+" + ': an istio-proxy container (or init container) with DISABLE_ENVOY set true or a proxy type other than sidecar makes istio-cni skip the pod\\'s redirect, "+
-				"so callers reach it past the namespace\\'s policies; remove them"+ask+"'"),
+				"and ISTIO_DUAL_STACK other than true skips its IPv6 redirect, so callers reach it past the namespace\\'s policies; remove them"+ask+"'"),
 		// The annotation sets any field of the sidecar's proxy config (proxyMetadata becomes the
 		// environment of istio-proxy, DISABLE_ENVOY among it; interceptionMode NONE drops the
 		// redirect), in YAML no CEL expression can read reliably; and a template other than
@@ -395,12 +400,31 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []admiss
 			what+" + ': istio-cni skips the redirect of a pod with a container named istio-init, and Istio\\'s injector merges one over its own, "+
 				"so callers would reach the pod past the namespace\\'s policies; rename it"+ask+"'"))
 	}
+	status := annotation.SidecarStatus.Name
+	if old == "" {
+		// The injector merges the containers of a pod's proxy.istio.io/overrides over the proxy it
+		// injects (pkg/kube/inject/webhook.go reapplyOverwrittenContainers), which would put
+		// DISABLE_ENVOY or another proxy type on the pods of a template where the checks above
+		// never see them. On a pod the guard sees the merged result, so only templates are refused.
+		overrides := annotation.ProxyOverrides.Name
+		out = append(out, validation(exempt+" || !"+hasKey(m, "annotations", overrides, ""),
+			"pod templates of this namespace may not carry "+overrides+ask,
+			what+" + ': Istio\\'s injector merges the containers of "+overrides+" over the sidecar it injects, so it could switch the proxy or its redirect off; "+
+				"set what you need on the template\\'s own "+waypoint.SidecarContainer+" container instead"+ask+"'"))
+	}
+	if old != "" {
+		// istio-cni reads the pod when its sandbox is set up, not as created (plugin.go doAddRun
+		// gets it from the API server), so the status annotation may not be removed either: a
+		// pod held by a scheduling gate could lose it before it starts.
+		out = append(out, validation(exempt+" || request.operation != 'UPDATE' || !"+hasKey(old, "annotations", status, "")+" || "+hasKey(m, "annotations", status, ""),
+			"pods of this namespace keep sidecar.istio.io/status"+ask,
+			what+" + ': without "+status+" istio-cni sets up no redirect for the pod, so callers would reach it past the namespace\\'s policies; keep the annotation"+ask+"'"))
+	}
 	if old != "" {
 		// A pod a user creates is seen as the injector left it: without istio-proxy, or without
 		// the status annotation the injector always writes, it was not injected, and istio-cni
 		// programs no redirect for it (cni/pkg/plugin/plugin.go doAddRun skips a pod without
 		// sidecar.istio.io/status), whatever its own istio-proxy container runs.
-		status := annotation.SidecarStatus.Name
 		out = append(out, validation(exempt+" || request.operation != 'CREATE' || ("+all+".exists(c, c.name == "+proxy+") && "+hasKey(m, "annotations", status, "")+")",
 			"pods of this namespace run with Istio's sidecar"+ask,
 			what+" + ': the pod has no "+waypoint.SidecarContainer+" container or no "+status+", so it was not injected and istio-cni would leave it "+

@@ -77,12 +77,9 @@ func TestReview13SparkWebhookHostNetworkAndCapabilitiesAreRefusedByPodSecurityFo
 // the init containers and sidecar.istio.io/status) does not refuse injected pods. So is the
 // regular-sidecar form.
 func TestReview13InjectedPodsAreAdmitted(t *testing.T) {
-	env := envtest.StartFresh(t, 0)
-	ctx := context.Background()
-	installGuard(t, env.Client, config.ModeSidecar)
 	ns := "r13-injected"
-	profileIn(t, env.Client, ns)
-	member := bound(t, env, userBinding(ns, "member-pods", editor, nil), "r13-injected-pods", contributorPodRules)
+	_, member := guardedMember(t, config.ModeSidecar, ns, "member-pods", "r13-injected-pods", contributorPodRules)
+	ctx := context.Background()
 	annotations := func(status string) map[string]string {
 		return map[string]string{
 			"istio.io/rev": "default",

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
@@ -149,6 +150,17 @@ func installGuard(t *testing.T, c client.Client, mode config.MeshMode) *config.C
 	cfg.Mesh.Mode = mode
 	installGuardOf(t, c, cfg)
 	return cfg
+}
+
+// guardedMember starts an API server of the test's own with the default guard in mode, makes ns a
+// Profile's namespace, and returns the server and a client of a kubeflow-edit member (editor)
+// bound there, through binding, to a ClusterRole role holding rules.
+func guardedMember(t *testing.T, mode config.MeshMode, ns, binding, role string, rules []rbacv1.PolicyRule) (*envtest.Env, client.Client) {
+	t.Helper()
+	env := envtest.StartFresh(t, 0)
+	installGuard(t, env.Client, mode)
+	profileIn(t, env.Client, ns)
+	return env, bound(t, env, userBinding(ns, binding, editor, nil), role, rules)
 }
 
 // installGuardOf creates the guard of cfg (validated here) on the API server c and waits until

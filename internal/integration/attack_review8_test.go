@@ -104,13 +104,10 @@ func TestEighthLookSidecarSwitchesOnPodsAreRefused(t *testing.T) {
 // injector: their templates are where these switches must be refused. A plain template with the
 // user's own istio-proxy container (resources, say), which the injector will inject, is admitted.
 func TestEighthLookSidecarSwitchesOnPodTemplatesAreRefused(t *testing.T) {
-	env := envtest.StartFresh(t, 0)
-	ctx := context.Background()
-	installGuard(t, env.Client, config.ModeSidecar)
 	ns := "r8-templates"
-	profileIn(t, env.Client, ns)
-	member := bound(t, env, userBinding(ns, "member-edit", editor, nil), "r8-kubeflow-edit-deployments",
+	_, member := guardedMember(t, config.ModeSidecar, ns, "member-edit", "r8-kubeflow-edit-deployments",
 		[]rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "update", "patch"}}})
+	ctx := context.Background()
 	deployment := func(name string, change func(p *corev1.Pod)) *appsv1.Deployment {
 		p := podWith(map[string]string{}, "istio-proxy")
 		if change != nil {

@@ -11,7 +11,8 @@ package integration
 //     istio.io/reroute-virtual-interfaces sends an interface's traffic out as the pod's own
 //     (cni/pkg/nodeagent/net.go getPodLevelTrafficOverrides).
 //   - sidecar (with istio-cni): the redirect is programmed unless the pod has an istio-init
-//     container, istio-proxy has DISABLE_ENVOY true or a proxy type other than sidecar, there is no
+//     container, istio-proxy has DISABLE_ENVOY true or a proxy type other than sidecar (or, on a
+//     dual-stack cluster, ISTIO_DUAL_STACK other than true: no IPv6 redirect), there is no
 //     istio-proxy, sidecar.istio.io/inject (label first) parses false, or sidecar.istio.io/status is
 //     missing (cni/pkg/plugin/plugin.go doAddRun, kubernetes.go getK8sPodInfo); an invalid traffic
 //     annotation fails the pod's start (sidecar_redirect.go getAnnotationOrDefault); inbound ports
@@ -167,6 +168,9 @@ func changeContainers(t *rapid.T, p *corev1.Pod) {
 		if v, ok := maybe(t, "DISABLE_ENVOY", "true", "1", "True", "false", "0", "yes"); ok {
 			proxy.Env = append(proxy.Env, corev1.EnvVar{Name: "DISABLE_ENVOY", Value: v})
 		}
+		if v, ok := maybe(t, "ISTIO_DUAL_STACK", "true", "false", "0", "1", "x"); ok {
+			proxy.Env = append(proxy.Env, corev1.EnvVar{Name: "ISTIO_DUAL_STACK", Value: v})
+		}
 		if v, ok := maybe(t, "proxy type", "router", "ingress", "Sidecar", "waypoint"); ok {
 			proxy.Args[1] = v
 		}
@@ -242,6 +246,20 @@ func openWithSidecar(p *corev1.Pod) string {
 		if b, err := strconv.ParseBool(e.Value); e.Name == "DISABLE_ENVOY" && err == nil && b {
 			return "DISABLE_ENVOY on istio-proxy"
 		}
+	}
+	// On a dual-stack cluster the mesh sets ISTIO_DUAL_STACK=true on istio-proxy; istio-cni takes
+	// the last entry (kubernetes.go ExtractPodInfo), anything but true (unparsable too) as false
+	// (sidecar_redirect.go NewRedirect), and then writes no IPv6 rule when the pod's first address
+	// is IPv4 (tools/common/config/config.go FillConfigFromEnvironment). The model takes the
+	// cluster to be dual-stack.
+	dual, set := "", false
+	for _, e := range proxy.Env {
+		if e.Name == "ISTIO_DUAL_STACK" {
+			dual, set = e.Value, true
+		}
+	}
+	if b, err := strconv.ParseBool(dual); set && (err != nil || !b) {
+		return "ISTIO_DUAL_STACK=" + dual + " on istio-proxy: no IPv6 redirect"
 	}
 	if len(proxy.Args) >= 2 && proxy.Args[0] == "proxy" && proxy.Args[1] != "sidecar" {
 		return "proxy type " + proxy.Args[1]
