@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeflow-ambient/profile-plugins/authz"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/labelowners"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/pss"
@@ -285,6 +286,27 @@ func TestApplyKeepsAWantedZtunnelPolicyThatIsBeingDeleted(t *testing.T) {
 	require.NotNil(t, m.policy(ztunnelName))
 	assert.Contains(t, m.policy(ztunnelName).Finalizers, plugin.ProtectionFinalizer)
 	enrolled(t, m.labels())
+}
+
+// An object its plugin no longer wants is released even while it is being deleted and the plugin
+// still wants others: the ztunnel policy, deleted by an admin as the mesh switches to sidecar
+// mode, loses its finalizer and goes, without the warning for an object still wanted.
+func TestApplyReleasesAZtunnelPolicyBeingDeletedThatItsPluginNoLongerWants(t *testing.T) {
+	m := newMesh(t)
+	m.controlledByProfile()
+	m.enrol()
+	require.NoError(t, m.c.Delete(context.Background(), m.policy(ztunnelName)))
+	require.NotNil(t, m.policy(ztunnelName).DeletionTimestamp)
+	m.configure(config.ModeSidecar)
+	for range 3 {
+		res := m.apply()
+		require.NoError(t, res.Err())
+		assert.False(t, slices.ContainsFunc(res.Warnings(), func(w string) bool {
+			return strings.Contains(w, "although plugin authz wants it")
+		}), "%v", res.Warnings())
+	}
+	assert.Nil(t, m.policy(ztunnelName), "the policy no plugin wants is released")
+	require.NotNil(t, m.policy(ownerName), "the plugin still wants its owner policy")
 }
 
 // A data-plane label only another writer holds is that writer's business in Revoke: the runner
