@@ -52,6 +52,7 @@ func TestDryRunAnnotationOnThePoliciesIsRestoredAndReported(t *testing.T) {
 				"the policy stays in dry-run, i.e. not enforced, while the namespace stays enrolled (labels %v, writes %v)", m.labels(), m.writes)
 			warnings := strings.Join(res.Warnings(), "\n")
 			assert.Contains(t, warnings, "AuthorizationPolicy.security.istio.io/"+name+" was changed by another writer (gitops set metadata.annotations.istio.io/dry-run)")
+			assert.NotContains(t, warnings, "the plugin's own field manager", "the plugin's own manager changed nothing: %s", warnings)
 			restoredNotRouted(t, m.labels())
 
 			// Restored means no drift left: the next call routes again, the one after writes nothing.
@@ -131,6 +132,7 @@ func TestDriftOfTheZtunnelPolicyIsRestoredAndReported(t *testing.T) {
 			res := m.apply()
 			require.NoError(t, res.Err())
 			assert.Contains(t, strings.Join(res.Warnings(), "\n"), "AuthorizationPolicy.security.istio.io/"+ztunnelName+" was changed by another writer (gitops set spec.")
+			assert.NotContains(t, strings.Join(res.Warnings(), "\n"), "the plugin's own field manager", "only gitops changed it")
 			got := m.policy(ztunnelName)
 			assert.Equal(t, want.String(), got.Spec.String(), "exactly the desired spec")
 			restoredNotRouted(t, m.labels())

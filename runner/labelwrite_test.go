@@ -61,6 +61,39 @@ func owners(t *testing.T, n *corev1.Namespace) map[string][]string {
 	return out
 }
 
+// Two plugins that want the same label with the same value both own it: either one can stop
+// wanting it and the other's wish keeps it.
+func TestALabelTwoPluginsWantAlikeIsOwnedByBoth(t *testing.T) {
+	e := newLabelEnv(t)
+	first := &testPlugin{name: "first", labels: map[string]string{"mode": "ambient"}}
+	second := &testPlugin{name: "second", labels: map[string]string{"mode": "ambient", "enforce": "baseline"}}
+	r := newRunner(t, e.c, first, second)
+
+	res := r.Apply(context.Background(), testProfile())
+	require.NoError(t, res.Err())
+	n := e.namespace(t)
+	assert.Equal(t, "ambient", n.Labels["mode"])
+	assert.Equal(t, map[string][]string{"first": {"mode"}, "second": {"enforce", "mode"}}, owners(t, n))
+}
+
+// A failed label write is the failure of the plugins whose labels it changes, a removal too, and of
+// no other: here the plugin that stopped wanting its label.
+func TestAFailedLabelWriteIsThePluginsThatOnlyRemovesALabel(t *testing.T) {
+	e := newLabelEnv(t)
+	leaving := &testPlugin{name: "leaving", labels: map[string]string{"mode": "ambient"}}
+	staying := &testPlugin{name: "staying", labels: map[string]string{"enforce": "baseline"}}
+	r := newRunner(t, e.c, leaving, staying)
+	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
+
+	leaving.labels = map[string]string{}
+	e.fail = errors.New("the API server is away")
+	res := r.Apply(context.Background(), testProfile())
+	require.Error(t, res.Err())
+	require.Len(t, res.Plugins[0].Errors, 1, "the removal failed: %v", res.Plugins)
+	assert.ErrorContains(t, res.Plugins[0].Errors[0], "plugin leaving: applying labels of namespace")
+	assert.Empty(t, res.Plugins[1].Errors, "nothing of the other plugin's changed")
+}
+
 // Every plugin's labels go out in one write, under one field manager, and each plugin still sees
 // its own labels as its own.
 func TestOneLabelWriteForEveryPlugin(t *testing.T) {
