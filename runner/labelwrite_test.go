@@ -9,14 +9,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
+	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // labelEnv counts the namespace writes (by field manager) and can make them fail.
@@ -92,6 +96,31 @@ func TestAFailedLabelWriteIsThePluginsThatOnlyRemovesALabel(t *testing.T) {
 	require.Len(t, res.Plugins[0].Errors, 1, "the removal failed: %v", res.Plugins)
 	assert.ErrorContains(t, res.Plugins[0].Errors[0], "plugin leaving: applying labels of namespace")
 	assert.Empty(t, res.Plugins[1].Errors, "nothing of the other plugin's changed")
+}
+
+// The label write names the namespace it read: a namespace deleted since is not made again by the
+// apply (server-side apply creates what it does not find), and the write fails.
+func TestTheLabelWriteDoesNotRecreateANamespaceDeletedSinceItWasRead(t *testing.T) {
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "read-before",
+		Annotations: map[string]string{ownership.OwnerAnnotation: "alice@example.com"}}}
+	base := fake.NewClientBuilder().WithScheme(runner.NewScheme()).WithObjects(namespace).Build()
+	deleted := false
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if _, ok := obj.(*corev1ac.NamespaceApplyConfiguration); ok && !deleted {
+				deleted = true
+				require.NoError(t, c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	r := newRunner(t, c, &testPlugin{name: "pss", labels: map[string]string{"enforce": "baseline"}})
+
+	res := r.Apply(context.Background(), testProfile())
+	require.True(t, deleted, "the label write was attempted")
+	require.Error(t, res.Err())
+	err := base.Get(context.Background(), client.ObjectKey{Name: ns}, &corev1.Namespace{})
+	assert.True(t, apierrors.IsNotFound(err), "the namespace stays deleted: %v", err)
 }
 
 // Every plugin's labels go out in one write, under one field manager, and each plugin still sees
