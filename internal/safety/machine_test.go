@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"errors"
 	"flag"
 	"maps"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"pgregory.net/rapid"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
@@ -277,8 +279,16 @@ func (m *machine) PodStop(t *rapid.T) {
 	m.w.podStop(rapid.SampledFrom(names).Draw(t, "pod that stops"))
 }
 
+// skipIf discards a foreign actor's step that does not apply: the world says so
+// (errNotApplicable), or the object it would change is gone (an EndpointSlice the controller
+// took away). Any other error of the step is the world's own bug, and a skip would hide it by
+// silently shrinking what the sequences cover, so the sequence fails.
 func skipIf(t *rapid.T, err error) {
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, errNotApplicable), apierrors.IsNotFound(err):
 		t.Skip(err.Error())
+	default:
+		t.Fatalf("a foreign actor's step failed unexpectedly: %v", err)
 	}
 }
