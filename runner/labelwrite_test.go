@@ -328,3 +328,33 @@ func TestLabelOwnersAnnotationGrantsNothing(t *testing.T) {
 	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
 	assert.Equal(t, []string{"profile-plugins/pss"}, pss.seen["enforce"])
 }
+
+// The once-on-upgrade release of a plugin's old field manager names the namespace it read too: a
+// namespace deleted between the shared write and the release is not made again by the release's
+// apply, and the release fails.
+func TestTheLegacyLabelReleaseDoesNotRecreateANamespaceDeletedSinceItWasRead(t *testing.T) {
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "read-before",
+		Annotations: map[string]string{ownership.OwnerAnnotation: "alice@example.com"}}}
+	base := fake.NewClientBuilder().WithScheme(runner.NewScheme()).WithReturnManagedFields().WithObjects(namespace).Build()
+	require.NoError(t, base.Apply(context.Background(), corev1ac.Namespace(ns).WithLabels(map[string]string{"enforce": "baseline"}),
+		client.FieldOwner(plugin.FieldManager("pss")), client.ForceOwnership))
+	deleted := false
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			manager := (&client.ApplyOptions{}).ApplyOptions(opts).FieldManager
+			if _, ok := obj.(*corev1ac.NamespaceApplyConfiguration); ok && manager == plugin.FieldManager("pss") && !deleted {
+				deleted = true
+				require.NoError(t, c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	r := newRunner(t, c, &testPlugin{name: "pss", labels: map[string]string{"enforce": "baseline"}})
+
+	res := r.Apply(context.Background(), testProfile())
+	require.True(t, deleted, "the release was attempted")
+	require.Error(t, res.Err())
+	assert.ErrorContains(t, res.Err(), "releasing the labels of namespace "+ns)
+	err := base.Get(context.Background(), client.ObjectKey{Name: ns}, &corev1.Namespace{})
+	assert.True(t, apierrors.IsNotFound(err), "the namespace stays deleted: %v", err)
+}
