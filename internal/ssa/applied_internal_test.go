@@ -1,12 +1,14 @@
 package ssa
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // AppliedBody keeps exactly the fields of the manager's Apply entry, with the object's values and
@@ -41,4 +43,28 @@ func TestAppliedBodyIsWhatTheManagersApplyEntryHolds(t *testing.T) {
 	cm.ManagedFields = append(cm.ManagedFields, cm.ManagedFields[0])
 	_, ok = AppliedBody(cm, "profile-plugins/waypoint")
 	assert.False(t, ok, "two Apply entries of one manager are no single body")
+}
+
+// In a list, the Apply entry selects items by their key fields (a map list), by their value (a
+// set) or by their index (an atomic list's items); an item it does not select is left out, and
+// the items it keeps stay in the object's order.
+func TestAppliedBodyKeepsTheListItemsTheEntrySelects(t *testing.T) {
+	set := &fieldpath.Set{}
+	require.NoError(t, set.FromJSON(strings.NewReader(`{"f:spec":{`+
+		`"f:containers":{"k:{\"name\":\"app\"}":{"f:image":{}},"k:{\"name\":\"gone\"}":{}},`+
+		`"f:finalizers":{"v:\"b\"":{},"v:\"a\"":{}},`+
+		`"f:args":{"i:1":{},"i:5":{}}}}`)))
+	node := map[string]any{"spec": map[string]any{
+		"containers": []any{
+			map[string]any{"name": "sidecar", "image": "theirs"},
+			map[string]any{"name": "app", "image": "ours", "command": "theirs"},
+		},
+		"finalizers": []any{"a", "c", "b"},
+		"args":       []any{"zero", "one", "two"},
+	}}
+	assert.Equal(t, map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"image": "ours"}},
+		"finalizers": []any{"a", "b"},
+		"args":       []any{"one"},
+	}}, owned(node, set))
 }

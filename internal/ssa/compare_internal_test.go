@@ -146,3 +146,16 @@ func TestHoldsComparesAnObjectWithAnApplyBody(t *testing.T) {
 	assert.Error(t, err, "no JSON form")
 	assert.False(t, held)
 }
+
+// DesiredHash is stable over map order and fails, rather than hashing part of it, on a body
+// encoding/json cannot write.
+func TestDesiredHashIsStableAndFailsOnAnUnwritableBody(t *testing.T) {
+	a, err := DesiredHash(map[string]any{"kind": "ConfigMap", "data": map[string]any{"x": "1", "y": "2"}})
+	require.NoError(t, err)
+	b, err := DesiredHash(map[string]any{"data": map[string]any{"y": "2", "x": "1"}, "kind": "ConfigMap"})
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
+	assert.Len(t, a, 16, "eight bytes of sha256, in hex")
+	_, err = DesiredHash(map[string]any{"data": make(chan int)})
+	assert.Error(t, err)
+}

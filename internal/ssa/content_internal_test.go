@@ -177,3 +177,25 @@ func TestRestoredBodyKeepsMeaningMetadataExactlyAsDesired(t *testing.T) {
 	assert.Equal(t, map[string]string{"istio.io/waypoint-for": "service", "team": "a"}, u.GetLabels())
 	assert.Equal(t, map[string]string{"istio.io/dry-run": "false", "note": "x"}, u.GetAnnotations())
 }
+
+// WithoutMeaning drops the meaning keys MissingMeaning names from a copy of the body, so the rest
+// can be compared on its own; the body itself keeps them, and without paths it is returned as is.
+func TestWithoutMeaningDropsTheNamedMeaningKeysFromACopy(t *testing.T) {
+	body := map[string]any{"kind": "AuthorizationPolicy", "metadata": map[string]any{
+		"name":        "ns-owner-access-istio",
+		"labels":      map[string]any{"istio.io/rev": "canary", "app.kubernetes.io/managed-by": "profile-plugins"},
+		"annotations": map[string]any{"istio.io/dry-run": "false"},
+	}}
+	got := WithoutMeaning(body, []string{"metadata.labels.istio.io/rev", "metadata.annotations.istio.io/dry-run", "spec.action"})
+	assert.Equal(t, map[string]any{"kind": "AuthorizationPolicy", "metadata": map[string]any{
+		"name":        "ns-owner-access-istio",
+		"labels":      map[string]any{"app.kubernetes.io/managed-by": "profile-plugins"},
+		"annotations": map[string]any{},
+	}}, got, "a path that names no meaning key is skipped")
+	assert.Equal(t, "canary", body["metadata"].(map[string]any)["labels"].(map[string]any)["istio.io/rev"], "the body is not changed")
+	assert.Equal(t, "false", body["metadata"].(map[string]any)["annotations"].(map[string]any)["istio.io/dry-run"])
+
+	same := WithoutMeaning(body, nil)
+	same["marker"] = true
+	assert.Equal(t, true, body["marker"], "without paths the body itself comes back")
+}
