@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // withEntry is an object with one managedFields entry (any kind: only managedFields are read).
@@ -65,4 +66,21 @@ func TestExtrasCountsTheManagersUpdates(t *testing.T) {
 	assert.Equal(t, []string{"spec.targetRefs"}, Extras(update, mine, body))
 	assert.Empty(t, ApplyExtras(update, mine, body))
 	assert.Empty(t, Extras(update, "profile-plugins/other", body), "only the named manager's entries")
+}
+
+// child selects an atomic list's item by its index only when the index lies in the list.
+func TestChildSelectsAListItemByIndexOnlyInsideTheList(t *testing.T) {
+	items := []any{"zero", "one"}
+	at := func(i int) fieldpath.PathElement { return fieldpath.PathElement{Index: &i} }
+	for i, want := range items {
+		got, ok := child(items, at(i))
+		assert.True(t, ok, "index %d", i)
+		assert.Equal(t, want, got)
+	}
+	for _, i := range []int{-1, 2} {
+		_, ok := child(items, at(i))
+		assert.False(t, ok, "index %d", i)
+	}
+	_, ok := child(map[string]any{"x": 1}, at(0))
+	assert.False(t, ok, "a map has no items")
 }
