@@ -39,8 +39,8 @@
 //     this namespace's Service).
 //   - [BindingsPolicy]: Bindings (pods/binding and the older bindings resource) that carry a label
 //     or annotation of Istio's domain, which the API server would copy onto the pod.
-//   - [KubeflowPolicy]: Kubeflow's PodDefaults with such labels or annotations, DISABLE_ENVOY or
-//     a container named istio-proxy, istio-init or istio-validation, which Kubeflow's webhook
+//   - [KubeflowPolicy]: Kubeflow's PodDefaults with such labels or annotations, DISABLE_ENVOY,
+//     ISTIO_DUAL_STACK or a container named istio-proxy, istio-init or istio-validation, which Kubeflow's webhook
 //     copies onto pods, also those kube-controller-manager creates; PodDefaults whose selector
 //     may match the waypoint's pods (the webhook would merge their env and volumes into the
 //     waypoint's proxy); and Notebooks whose

@@ -552,6 +552,14 @@ func istioContainerNames() string {
 	return "[" + quote(waypoint.SidecarContainer) + ", 'istio-init', 'istio-validation']"
 }
 
+// proxySwitchNames is a CEL list of the istio-proxy environment variables istio-cni reads to
+// decide a sidecar pod's redirect (cni/pkg/plugin/plugin.go doAddRun, sidecar_redirect.go
+// NewRedirect): DISABLE_ENVOY true skips it, ISTIO_DUAL_STACK false skips its IPv6 half. A
+// webhook that merges environment into every container of a pod (Kubeflow's PodDefaults, the Spark
+// operator's, when istio-proxy is the container it picks) may set neither: on the template's own
+// istio-proxy the workloads policy judges them, on pods kube-controller-manager creates nobody does.
+func proxySwitchNames() string { return "['DISABLE_ENVOY', 'ISTIO_DUAL_STACK']" }
+
 // sparkCheck refuses the Spark operator's SparkApplications (and ScheduledSparkApplications, whose
 // spec.template the operator makes SparkApplications of) with a driver or executor init container
 // or sidecar named as a container Istio reads. The operator's pod webhook appends those containers
@@ -686,8 +694,9 @@ func (b builder) notebookCheck() admissionv1.Validation {
 // spec.env into every container (kubeflow/kubeflow components/admission-webhook/main.go
 // applyPodDefaultsOnPod), whoever creates the pod: the pods of workloads are created by
 // kube-controller-manager, which the guard trusts, after their templates were judged. So a
-// PodDefault in a managed namespace may carry no key of Istio's domain, no DISABLE_ENVOY (merged
-// into a template's own istio-proxy), and no container Istio reads by name.
+// PodDefault in a managed namespace may carry no key of Istio's domain, no DISABLE_ENVOY or
+// ISTIO_DUAL_STACK (merged into a template's own istio-proxy, see proxySwitchNames), and no
+// container Istio reads by name.
 func podDefaultCheck() admissionv1.Validation {
 	istio := func(field string) string {
 		return fmt.Sprintf("(has(object.spec.%[1]s) && object.spec.%[1]s.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))", field)
@@ -696,13 +705,13 @@ func podDefaultCheck() admissionv1.Validation {
 		return fmt.Sprintf("(has(object.spec.%[1]s) && object.spec.%[1]s.exists(c, has(c.name) && c.name in %[2]s))",
 			field, istioContainerNames())
 	}
-	disable := "(has(object.spec.env) && object.spec.env.exists(e, has(e.name) && e.name == 'DISABLE_ENVOY'))"
+	disable := "(has(object.spec.env) && object.spec.env.exists(e, has(e.name) && e.name in " + proxySwitchNames() + "))"
 	return validation(
 		"request.resource.resource != 'poddefaults' || !variables.managed || !has(object.spec) || !("+
 			strings.Join([]string{istio("labels"), istio("annotations"), disable, named("initContainers"), named("sidecars")}, " || ")+")",
-		"a PodDefault may not carry Istio's labels, annotations, DISABLE_ENVOY or containers: they would be copied onto pods no policy judges"+ask,
+		"a PodDefault may not carry Istio's labels, annotations, DISABLE_ENVOY, ISTIO_DUAL_STACK or containers: they would be copied onto pods no policy judges"+ask,
 		"'PodDefault ' + request.namespace + '/' + object.metadata.name + ': Kubeflow\\'s webhook copies its labels, annotations and environment onto the pods it selects, "+
-			"also those of workloads, whose templates alone the guard judges, so Istio\\'s labels and annotations, DISABLE_ENVOY or a container named "+
+			"also those of workloads, whose templates alone the guard judges, so Istio\\'s labels and annotations, DISABLE_ENVOY, ISTIO_DUAL_STACK or a container named "+
 			waypoint.SidecarContainer+", istio-init or istio-validation could take them out of the mesh or past the waypoint; "+
 			"set Istio\\'s keys on the workload\\'s pod template instead"+ask+"'")
 }

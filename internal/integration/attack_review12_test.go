@@ -138,11 +138,7 @@ func TestReview12SparkApplicationsWithContainersNamedAsIstiosAreRefused(t *testi
 	})
 	rsController := bound(t, env, userBinding(ns, "replicaset-controller", "system:serviceaccount:kube-system:replicaset-controller", nil),
 		"r12-replicaset-controller-pods", contributorPodRules)
-	require.NoError(t, rsController.Create(ctx, webhooked.DeepCopy(), client.DryRunAll),
-		"the Deployment's pod from the replicaset controller is admitted: the guard trusts it and judged the template instead")
-	err := member.Create(ctx, webhooked.DeepCopy(), client.DryRunAll)
-	require.Error(t, err, "the member's own pod with an istio-init container is refused")
-	require.Contains(t, err.Error(), guard.PodsPolicy)
+	trustedOnly(t, rsController, member, webhooked)
 
 	const want = "the Spark operator's webhook appends the driver's and executor's initContainers and sidecars"
 	for _, role := range []string{"driver", "executor"} {

@@ -100,6 +100,19 @@ func guardDenied(t *testing.T, err error, policy, want string) {
 	assert.Contains(t, err.Error(), "ask your platform admin")
 }
 
+// trustedOnly asserts that pod, as a webhook leaves it after the guard judged its template, is
+// admitted (dry run) from the replicaset controller, which the guard trusts, and refused by the
+// pods policy from the member: why the guard must refuse the webhook's input instead.
+func trustedOnly(t *testing.T, rsController, member client.Client, pod *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, rsController.Create(ctx, pod.DeepCopy(), client.DryRunAll),
+		"the pod from the replicaset controller is admitted: the guard trusts it and judged the template instead")
+	err := member.Create(ctx, pod.DeepCopy(), client.DryRunAll)
+	require.Error(t, err, "the same pod from the member is refused")
+	require.Contains(t, err.Error(), guard.PodsPolicy)
+}
+
 func bind(t *testing.T, c client.Client, ns, user, role string) {
 	t.Helper()
 	require.NoError(t, c.Create(context.Background(), &rbacv1.RoleBinding{
