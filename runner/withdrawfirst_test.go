@@ -130,6 +130,16 @@ func TestAFailedWithdrawalLeavesTheStatusGatedObjectAsItIs(t *testing.T) {
 	res := m.apply()
 	require.Error(t, res.Err())
 	assert.Equal(t, edited, m.gateway().Spec, "written while the routing labels still pointed at it")
+	var left []string
+	for _, w := range res.Waiting() {
+		if strings.Contains(w, "is left as it is until the enrolment labels that route to it are withdrawn") {
+			left = append(left, w)
+		}
+	}
+	t.Logf("waiting: %q", res.Waiting())
+	if assert.Len(t, left, 1, "only the changed object waits; those as desired protect as they stand: %q", res.Waiting()) {
+		assert.Contains(t, left[0], "Gateway")
+	}
 	assert.NotContains(t, m.writes, "update Gateway/waypoint")
 	assert.NotContains(t, m.writes, "apply Gateway/waypoint")
 
