@@ -247,3 +247,39 @@ func TestTrimmedKindsWithoutAnAPIReaderAreRefused(t *testing.T) {
 	assert.ErrorContains(t, res.Err(), "APIReader is nil")
 	assert.Empty(t, m.writes)
 }
+
+// kindsPlugin is a testPlugin that lists only kinds.
+type kindsPlugin struct {
+	testPlugin
+	kinds []client.ObjectList
+}
+
+func (p *kindsPlugin) Kinds() []client.ObjectList { return p.kinds }
+
+// A claimed object is reported to the plugin its plugin label names, or, when no plugin of the
+// runner has that name, to the plugin that lists its kind.
+func TestAClaimIsReportedToThePluginItNamesOrElseToThePluginOfItsKind(t *testing.T) {
+	claimed := func(obj client.Object, pluginName string) client.Object {
+		obj.SetNamespace(ns)
+		obj.SetLabels(copiedLabels(pluginName))
+		return obj
+	}
+	e := newEnv(t,
+		claimed(&istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "names-policies"}}, "policies"),
+		claimed(&istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "names-nobody"}}, "retired"),
+		claimed(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-names-nobody"}}, "retired"),
+	)
+	configMaps := &kindsPlugin{testPlugin: testPlugin{name: "config-maps"}, kinds: []client.ObjectList{&corev1.ConfigMapList{}}}
+	policies := &kindsPlugin{testPlugin: testPlugin{name: "policies"}, kinds: []client.ObjectList{&istiosecurityv1.AuthorizationPolicyList{}}}
+	res := newRunner(t, e, configMaps, policies).Apply(context.Background(), testProfile())
+	require.NoError(t, res.Err())
+
+	reported := func(i int) (names []string) {
+		for _, w := range res.Plugins[i].Warnings {
+			names = append(names, strings.Fields(w)[0])
+		}
+		return names
+	}
+	assert.Equal(t, []string{"ConfigMap/cm-names-nobody"}, reported(0))
+	assert.ElementsMatch(t, []string{"AuthorizationPolicy.security.istio.io/names-nobody", "AuthorizationPolicy.security.istio.io/names-policies"}, reported(1))
+}
