@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/kubeflow-ambient/profile-plugins/authz"
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
@@ -82,4 +85,49 @@ func TestAWriteRacingAnotherWritersDeleteOfAnAdoptableObjectDoesNotBringItBack(t
 			assert.True(t, strings.Contains(strings.Join(res.Waiting(), "\n"), "was deleted or replaced since it was read"), "waiting: %q", res.Waiting())
 		})
 	}
+}
+
+// staleBindings is a cache that still shows RoleBindings the API server no longer has.
+type staleBindings struct {
+	client.Reader
+	gone []metav1.PartialObjectMetadata
+}
+
+func (s staleBindings) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := s.Reader.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if l, ok := list.(*metav1.PartialObjectMetadataList); ok && l.GetObjectKind().GroupVersionKind().Kind == "RoleBindingList" {
+		l.Items = append(l.Items, s.gone...)
+	}
+	return nil
+}
+
+// Before it creates an object another writer may create under the same name, the runner reads
+// what that decision rests on (the contributor's RoleBinding, which the access plugin only reads)
+// past the cache: a cache that still shows the binding kfam has just deleted would have it create
+// the contributor's policy, which kfam's next POST for that contributor meets as AlreadyExists.
+func TestAContestedCreateRestsOnWhatTheAPIServerHoldsNotOnAStaleCache(t *testing.T) {
+	m := newMesh(t)
+	m.cfg.Authorization.Contributors = config.ContributorsByPlugin
+	m.configure(config.ModeAmbient)
+	m.enrol()
+	name := authz.ContributorPolicyName("bob@example.com", authz.RoleEdit)
+	deleted := metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: "rb-1", ResourceVersion: "7",
+			CreationTimestamp: metav1.NewTime(time.Now().Add(-time.Hour)), // past the wait for kfam's POST
+			Annotations:       map[string]string{authz.UserAnnotation: "bob@example.com", authz.RoleAnnotation: authz.RoleEdit}},
+	}
+	m.runner.Reader = staleBindings{Reader: m.c, gone: []metav1.PartialObjectMetadata{deleted}}
+	m.runner.APIReader = m.c
+
+	res := m.apply()
+	require.NoError(t, res.Err())
+	assert.Nil(t, m.policy(name), "created from the cache's stale binding")
+
+	// The read is what decides: without an APIReader the cache is all the runner has.
+	m.runner.APIReader = nil
+	require.NoError(t, m.apply().Err())
+	assert.NotNil(t, m.policy(name), "the stale binding shows through the cache alone")
 }
