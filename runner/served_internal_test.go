@@ -14,6 +14,7 @@ func TestCRDNameSpellsThePluralsOfTheKindsThePluginsWrite(t *testing.T) {
 		{Group: "networking.istio.io", Version: "v1", Kind: "Sidecar"}:           "sidecars.networking.istio.io",
 		{Group: "example.io", Version: "v1", Kind: "Key"}:                        "keys.example.io",
 		{Group: "example.io", Version: "v1", Kind: "Class"}:                      "classes.example.io",
+		{Group: "example.io", Version: "v1", Kind: "Y"}:                          "ies.example.io", // no letter before the y to look at
 	} {
 		assert.Equal(t, want, crdName(kind))
 	}
