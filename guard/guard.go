@@ -554,10 +554,10 @@ func istioContainerNames() string {
 
 // proxySwitchNames is a CEL list of the istio-proxy environment variables istio-cni reads to
 // decide a sidecar pod's redirect (cni/pkg/plugin/plugin.go doAddRun, sidecar_redirect.go
-// NewRedirect): DISABLE_ENVOY true skips it, ISTIO_DUAL_STACK false skips its IPv6 half. A
-// webhook that merges environment into every container of a pod (Kubeflow's PodDefaults, the Spark
-// operator's, when istio-proxy is the container it picks) may set neither: on the template's own
-// istio-proxy the workloads policy judges them, on pods kube-controller-manager creates nobody does.
+// NewRedirect): DISABLE_ENVOY true skips it, ISTIO_DUAL_STACK false skips its IPv6 half. What a
+// webhook merges into every container of a pod (Kubeflow's PodDefaults) may set neither: on the
+// template's own istio-proxy the workloads policy judges them, on pods kube-controller-manager
+// creates nobody does.
 func proxySwitchNames() string { return "['DISABLE_ENVOY', 'ISTIO_DUAL_STACK']" }
 
 // sparkCheck refuses the Spark operator's SparkApplications (and ScheduledSparkApplications, whose

@@ -24,16 +24,13 @@ import (
 )
 
 // protectingPlugin makes the ConfigMap "guard" and says every running pod depends on it. It holds
-// no data-plane label; with observesPods it also asks for the pods on every Apply.
-type protectingPlugin struct {
-	testPlugin
-	observesPods bool
-}
+// no data-plane label and does not ask for pods on Apply.
+type protectingPlugin struct{ testPlugin }
 
 var guardRef = plugin.Ref{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Name: "guard"}
 
-func newProtectingPlugin(observesPods bool) *protectingPlugin {
-	return &protectingPlugin{observesPods: observesPods, testPlugin: testPlugin{name: "protector",
+func newProtectingPlugin() *protectingPlugin {
+	return &protectingPlugin{testPlugin: testPlugin{name: "protector",
 		objects: func(plugin.Target) []client.Object { return []client.Object{configMap("guard", nil)} }}}
 }
 
@@ -94,7 +91,7 @@ func (c *podListCounter) guardExists(t *testing.T) bool {
 // running pod depends on until the pod is gone.
 func TestRevokeListsPodsForAPluginThatOnlyProtectsThem(t *testing.T) {
 	c := newPodListCounter()
-	p := newProtectingPlugin(false)
+	p := newProtectingPlugin()
 	r := newRunner(t, c, p)
 	require.NoError(t, r.Apply(context.Background(), testProfile()).Err())
 	require.True(t, c.guardExists(t))
@@ -121,7 +118,7 @@ func TestRevokeListsPodsOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			reader := newPodListCounter(runningPod("notebook"))
 			direct := newPodListCounter(runningPod("notebook"))
-			r := newRunner(t, reader, protectingObserver{newProtectingPlugin(true)})
+			r := newRunner(t, reader, protectingObserver{newProtectingPlugin()})
 			if withAPIReader {
 				r.APIReader = direct
 			}
