@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubeflow-ambient/profile-plugins/authz"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -35,7 +36,7 @@ const (
 
 // Names are the names of every policy Objects renders, each also its binding's name.
 func Names() []string {
-	return []string{ManagedObjectsPolicy, NamespaceLabelsPolicy, PodsPolicy, WorkloadsPolicy, CronJobsPolicy, ServicesPolicy, BindingsPolicy, KubeflowPolicy}
+	return []string{ManagedObjectsPolicy, NamespaceLabelsPolicy, WaypointPolicy, PodsPolicy, WorkloadsPolicy, CronJobsPolicy, ServicesPolicy, BindingsPolicy, KubeflowPolicy}
 }
 
 // sidecarInject is Istio's per-pod injection switch, read as a label and as an annotation.
@@ -45,16 +46,15 @@ const sidecarInject = "sidecar.istio.io/inject"
 const ask = "; ask your platform admin"
 
 // Objects are the guard's policies and bindings for cfg, policy first, each binding after its
-// policy. cfg must be defaulted and valid.
+// policy, each policy holding its checks from the registry ([Checks]). cfg must be defaulted and
+// valid.
 func Objects(cfg *config.Config) ([]client.Object, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("guard: %w", err)
 	}
-	b := builder{cfg: cfg}
 	var out []client.Object
-	for _, p := range []*admissionv1.ValidatingAdmissionPolicy{
-		b.managedObjects(), b.namespaceLabels(), b.pods(), b.workloads(), b.cronJobs(), b.services(), b.bindings(), b.kubeflow(),
-	} {
+	for _, s := range (builder{cfg: cfg}).specs() {
+		p := s.policy()
 		out = append(out, p, Binding(p.Name))
 	}
 	return out, nil
@@ -75,33 +75,52 @@ func Binding(policy string) *admissionv1.ValidatingAdmissionPolicyBinding {
 
 type builder struct{ cfg *config.Config }
 
-// policy is a policy on rules with the common match conditions and variables: managed says
-// whether the request's namespace is managed, nsExpr being the Namespace object in CEL.
-func (b builder) policy(name, nsExpr string, rules []admissionv1.NamedRuleWithOperations, vars []admissionv1.Variable, validations []admissionv1.Validation) *admissionv1.ValidatingAdmissionPolicy {
+// spec is a policy on rules with the common variables, judging every request but the trusted
+// ones: managed says whether the request's namespace is managed, nsExpr being the Namespace
+// object in CEL.
+func (b builder) spec(name, nsExpr string, rules []admissionv1.NamedRuleWithOperations, vars ...admissionv1.Variable) policySpec {
+	return policySpec{name: name, managed: b.managed(nsExpr), rules: rules, vars: vars, untrusted: "!(" + b.trusted() + ")"}
+}
+
+// policy is the spec as a ValidatingAdmissionPolicy, its checks in registry order.
+func (s policySpec) policy() *admissionv1.ValidatingAdmissionPolicy {
+	validations := make([]admissionv1.Validation, len(s.checks))
+	for i, c := range s.checks {
+		validations[i] = c.validation()
+	}
 	return &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue}},
+		ObjectMeta: metav1.ObjectMeta{Name: s.name, Labels: map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue}},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionv1.Fail),
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: rules},
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: s.rules},
 			MatchConditions: []admissionv1.MatchCondition{{
 				Name:       "not-the-controller-break-glass-or-kubernetes",
-				Expression: "!(" + b.trusted() + ")",
+				Expression: s.untrusted,
 			}},
-			Variables:   append([]admissionv1.Variable{{Name: "managed", Expression: b.managed(nsExpr)}}, vars...),
+			Variables:   append([]admissionv1.Variable{{Name: "managed", Expression: s.managed}}, s.vars...),
 			Validations: validations,
 		},
 	}
 }
 
 // trusted is whose requests the guard never refuses: the controller, the break-glass group,
-// system:masters (whom no authorizer refuses anything, the guard's deletion included) and
-// Kubernetes' own controllers.
-func (b builder) trusted() string {
+// system:masters and Kubernetes' own controllers (but see pods).
+func (b builder) trusted() string { return b.trustedUsers() + " || " + b.kubernetes() }
+
+// trustedUsers are the controller, the break-glass group and system:masters (whom no authorizer
+// refuses anything, the guard's deletion included).
+func (b builder) trustedUsers() string {
 	ns, name, _ := strings.Cut(b.cfg.Guard.ControllerServiceAccount, "/")
-	return fmt.Sprintf("request.userInfo.username == %s || %s in request.userInfo.groups || 'system:masters' in request.userInfo.groups || "+
-		"request.userInfo.username == 'system:kube-controller-manager' || request.userInfo.username.startsWith('system:serviceaccount:kube-system:')",
+	return fmt.Sprintf("request.userInfo.username == %s || %s in request.userInfo.groups || 'system:masters' in request.userInfo.groups",
 		quote(serviceAccountUser(ns, name)), quote(b.cfg.Guard.BreakGlassGroup))
+}
+
+// kubernetes are Kubernetes' own controllers: kube-controller-manager, under its own name or,
+// with --use-service-account-credentials, as one ServiceAccount of kube-system per controller.
+// They delete a terminating namespace's objects and garbage, and make the pods of workloads.
+func (b builder) kubernetes() string {
+	return "request.userInfo.username == 'system:kube-controller-manager' || request.userInfo.username.startsWith('system:serviceaccount:kube-system:')"
 }
 
 // managed is whether the Namespace n (a CEL expression) is managed: it carries the profiles
@@ -184,6 +203,14 @@ func hasKey(m, field, key, value string) string {
 	return e + ")"
 }
 
+// chk is a check of the registry, its policy and ID prefix set when a spec adds it.
+func chk(id string, asset Asset, expr, message, messageExpr string) Check {
+	return Check{ID: id, Asset: asset, Expression: expr, Message: message, MessageExpression: messageExpr}
+}
+
+// authzPluginName is the authz plugin's value of plugin.PluginLabel.
+const authzPluginName = authz.PluginName
+
 func rule(group, version string, resources []string, ops ...admissionv1.OperationType) admissionv1.NamedRuleWithOperations {
 	return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
 		Operations: ops,
@@ -192,41 +219,52 @@ func rule(group, version string, resources []string, ops ...admissionv1.Operatio
 	}}
 }
 
-func validation(expr, message, messageExpr string) admissionv1.Validation {
-	return admissionv1.Validation{Expression: expr, Message: message, MessageExpression: messageExpr}
-}
-
 // managedObjects refuses changes of the plugins' objects and copies of their labels or names.
-func (b builder) managedObjects() *admissionv1.ValidatingAdmissionPolicy {
+func (b builder) managedObjects() policySpec {
 	ours := func(o string) string {
 		return fmt.Sprintf("(%[1]s != null && (%[2]s || %[3]s))", o,
 			hasKey(o+".metadata", "labels", plugin.ManagedByLabel, plugin.ManagedByValue), hasKey(o+".metadata", "labels", plugin.PluginLabel, ""))
 	}
 	wp := b.cfg.Mesh.Waypoint.Name
+	a := b.cfg.Authorization
 	names := fmt.Sprintf("(request.kind.group == 'security.istio.io' && object.metadata.name == %s) || "+
 		"(request.kind.group == 'gateway.networking.k8s.io' && object.metadata.name == %s) || "+
 		"(request.kind.group == '' && object.metadata.name == %s)",
-		quote(b.cfg.Authorization.ZtunnelPolicyName), quote(wp), quote(wp+waypoint.SeccompPatchSuffix))
+		quote(a.ZtunnelPolicyName), quote(wp), quote(wp+waypoint.SeccompPatchSuffix))
+	// A contributor's policy only grants: deleting it takes access away from one contributor and
+	// never opens the namespace (the owner policy stays, and it is an ALLOW policy on the same
+	// target). kfam deletes it when the owner removes the contributor, also after the authz plugin
+	// adopted it (kubeflow/dashboard components/access-management/kfam/bindings.go Delete); the
+	// plugin writes it again while the contributor's RoleBinding stands.
+	contributor := fmt.Sprintf("(request.operation == 'DELETE' && request.kind.group == 'security.istio.io' && %s && !(request.name in [%s, %s]))",
+		hasKey("oldObject.metadata", "labels", plugin.PluginLabel, authzPluginName), quote(a.OwnerPolicyName), quote(a.ZtunnelPolicyName))
 	what := "request.kind.kind + ' ' + request.namespace + '/' + request.name"
 	ops := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete}
-	return b.policy(ManagedObjectsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+	s := b.spec(ManagedObjectsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("security.istio.io", "*", []string{"authorizationpolicies"}, ops...),
 		rule("gateway.networking.k8s.io", "*", []string{"gateways"}, ops...),
 		rule("", "v1", []string{"configmaps"}, ops...),
-	}, []admissionv1.Variable{
+	}, admissionv1.Variable{
 		// The namespace controller deletes everything of a namespace being deleted.
-		{Name: "leaving", Expression: "namespaceObject != null && has(namespaceObject.metadata.deletionTimestamp)"},
-	}, []admissionv1.Validation{
-		validation("!variables.managed || variables.leaving || !"+ours("oldObject"),
-			"this object is managed by profile-plugins: only its controller changes or deletes it"+ask,
-			what+" + ' is managed by profile-plugins: only its controller changes or deletes it, and it restores any other change"+ask+"'"),
-		validation("!variables.managed || "+ours("oldObject")+" || !"+ours("object"),
-			"the labels "+plugin.ManagedByLabel+" and "+plugin.PluginLabel+" are for the objects profile-plugins makes"+ask,
-			what+" + ': the labels "+plugin.ManagedByLabel+" and "+plugin.PluginLabel+" are for the objects profile-plugins makes; remove them"+ask+"'"),
-		validation("!variables.managed || request.operation != 'CREATE' || !("+names+")",
-			"this name is reserved for an object profile-plugins makes"+ask,
-			what+" + ': the name is reserved for an object profile-plugins makes in every managed namespace; choose another name"+ask+"'"),
+		Name: "leaving", Expression: "namespaceObject != null && has(namespaceObject.metadata.deletionTimestamp)",
 	})
+	s.add(Check{ID: "unchanged", Asset: AssetPluginObjects,
+		Passes:            "the namespace controller in a namespace being deleted; anyone RBAC lets delete a contributor's policy (kfam)",
+		Source:            "runner: only the controller writes what it manages; kfam/bindings.go Delete removes a contributor's policy",
+		Expression:        "!variables.managed || variables.leaving || " + contributor + " || !" + ours("oldObject"),
+		Message:           "this object is managed by profile-plugins: only its controller changes or deletes it" + ask,
+		MessageExpression: what + " + ' is managed by profile-plugins: only its controller changes or deletes it, and it restores any other change" + ask + "'"})
+	s.add(Check{ID: "labels", Asset: AssetPluginObjects,
+		Source:            "runner/ours.go: the managed-by and plugin labels mark the plugins' objects",
+		Expression:        "!variables.managed || " + ours("oldObject") + " || !" + ours("object"),
+		Message:           "the labels " + plugin.ManagedByLabel + " and " + plugin.PluginLabel + " are for the objects profile-plugins makes" + ask,
+		MessageExpression: what + " + ': the labels " + plugin.ManagedByLabel + " and " + plugin.PluginLabel + " are for the objects profile-plugins makes; remove them" + ask + "'"})
+	s.add(Check{ID: "reserved-names", Asset: AssetPluginObjects,
+		Source:            "istiod adopts a Gateway's objects by name (deploymentcontroller.go); the runner's contested-create rule",
+		Expression:        "!variables.managed || request.operation != 'CREATE' || !(" + names + ")",
+		Message:           "this name is reserved for an object profile-plugins makes" + ask,
+		MessageExpression: what + " + ': the name is reserved for an object profile-plugins makes in every managed namespace; choose another name" + ask + "'"})
+	return s
 }
 
 // guardedLabels are the namespace labels only the controller changes: enrolment and mesh labels,
@@ -239,7 +277,7 @@ func guardedLabels() []string {
 }
 
 // namespaceLabels refuses changes of a managed namespace's guarded labels.
-func (b builder) namespaceLabels() *admissionv1.ValidatingAdmissionPolicy {
+func (b builder) namespaceLabels() policySpec {
 	var list []string
 	for _, k := range guardedLabels() {
 		list = append(list, quote(k))
@@ -248,24 +286,29 @@ func (b builder) namespaceLabels() *admissionv1.ValidatingAdmissionPolicy {
 	changed := "(has(oldObject.metadata.labels) && k in oldObject.metadata.labels) != (has(object.metadata.labels) && k in object.metadata.labels) || " +
 		"(has(oldObject.metadata.labels) && k in oldObject.metadata.labels && has(object.metadata.labels) && k in object.metadata.labels && " +
 		"oldObject.metadata.labels[k] != object.metadata.labels[k])"
-	return b.policy(NamespaceLabelsPolicy, "oldObject", []admissionv1.NamedRuleWithOperations{{
+	s := b.spec(NamespaceLabelsPolicy, "oldObject", []admissionv1.NamedRuleWithOperations{{
 		RuleWithOperations: admissionv1.RuleWithOperations{
 			Operations: []admissionv1.OperationType{admissionv1.Update},
 			// The status and finalize subresources too: both keep the labels a request sends.
 			Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces", "namespaces/status", "namespaces/finalize"},
 				Scope: ptr.To(admissionv1.ClusterScope)},
 		},
-	}}, []admissionv1.Variable{{Name: "changed", Expression: keys + ".filter(k, " + changed + ")"}},
-		[]admissionv1.Validation{validation("!variables.managed || size(variables.changed) == 0",
-			"the mesh and Pod Security labels of this namespace are managed by profile-plugins"+ask,
-			"'namespace ' + object.metadata.name + ': the labels ' + variables.changed.join(', ') + ' are managed by profile-plugins, "+
-				"which sets them from its PluginConfig and the Profile'"+" + '"+ask+"'"),
-			// The owner annotation is what makes the namespace managed: without it every policy of
-			// the guard would let the next change through.
-			validation("!variables.managed || "+annotationValue("object", ownership.OwnerAnnotation)+" == "+annotationValue("oldObject", ownership.OwnerAnnotation),
-				"the owner annotation of this namespace is the profiles controller's"+ask,
-				"'namespace ' + object.metadata.name + ': the annotation "+ownership.OwnerAnnotation+" names the Profile owner and puts the namespace under the guard of profile-plugins; "+
-					"only the profiles controller and profile-plugins change it'"+" + '"+ask+"'")})
+	}}, admissionv1.Variable{Name: "changed", Expression: keys + ".filter(k, " + changed + ")"})
+	s.add(Check{ID: "labels", Asset: AssetNamespaceLabels,
+		Source:     "istio pilot/pkg/serviceregistry/ambient (dataplane-mode, use-waypoint); k8s.io/pod-security-admission/api (the Pod Security labels)",
+		Expression: "!variables.managed || size(variables.changed) == 0",
+		Message:    "the mesh and Pod Security labels of this namespace are managed by profile-plugins" + ask,
+		MessageExpression: "'namespace ' + object.metadata.name + ': the labels ' + variables.changed.join(', ') + ' are managed by profile-plugins, " +
+			"which sets them from its PluginConfig and the Profile'" + " + '" + ask + "'"})
+	// The owner annotation is what makes the namespace managed: without it every policy of the
+	// guard would let the next change through.
+	s.add(Check{ID: "owner-annotation", Asset: AssetNamespaceLabels,
+		Source:     "kubeflow/dashboard profile-controller: the owner annotation on a Profile's namespace",
+		Expression: "!variables.managed || " + annotationValue("object", ownership.OwnerAnnotation) + " == " + annotationValue("oldObject", ownership.OwnerAnnotation),
+		Message:    "the owner annotation of this namespace is the profiles controller's" + ask,
+		MessageExpression: "'namespace ' + object.metadata.name + ': the annotation " + ownership.OwnerAnnotation + " names the Profile owner and puts the namespace under the guard of profile-plugins; " +
+			"only the profiles controller and profile-plugins change it'" + " + '" + ask + "'"})
+	return s
 }
 
 // annotationValue is the value of annotation key on the object o (a CEL expression), "" when unset.
@@ -274,7 +317,7 @@ func annotationValue(o, key string) string {
 }
 
 // podChecks are the validations of pod metadata m and pod spec s (CEL expressions).
-func (b builder) podChecks(m, old, s, what string) []admissionv1.Validation {
+func (b builder) podChecks(m, old, s, what string) []Check {
 	allowed := "false"
 	var entries []string
 	for _, o := range b.cfg.Guard.OptOutAllowed {
@@ -290,8 +333,14 @@ func (b builder) podChecks(m, old, s, what string) []admissionv1.Validation {
 		mesh = append(mesh, quote(serviceAccountUser(ns, name)))
 	}
 	exempt := fmt.Sprintf("!variables.managed || %s || request.userInfo.username in [%s]", allowed, strings.Join(mesh, ", "))
+	if old != "" {
+		// The waypoint's pods opt out (istio.io/dataplane-mode=none, sidecar.istio.io/inject=false,
+		// in istiod's waypoint template): the waypoint policy judges them, and refuses every pod
+		// running as the waypoint's ServiceAccount that Kubernetes' controllers did not make.
+		exempt += " || " + runsAs(s, b.cfg.Mesh.Waypoint.Name)
+	}
 	status := annotation.SidecarStatus.Name
-	var out []admissionv1.Validation
+	var out []Check
 	switch b.cfg.Mesh.Mode {
 	case config.ModeAmbient:
 		// istio-cni leaves a pod with sidecar.istio.io/status to its sidecar (cni/pkg/util
@@ -305,22 +354,22 @@ func (b builder) podChecks(m, old, s, what string) []admissionv1.Validation {
 			fresh += " || (request.operation == 'UPDATE' && " + hasKey(old, "annotations", status, "") + ")"
 		}
 		out = append(out,
-			validation(exempt+" || !"+hasKey(m, "labels", label.IoIstioDataplaneMode.Name, "none"),
+			chk("dataplane-mode-none", AssetPodCapture, exempt+" || !"+hasKey(m, "labels", label.IoIstioDataplaneMode.Name, "none"),
 				"pods of this namespace may not opt out of the ambient mesh (istio.io/dataplane-mode=none)"+ask,
 				what+" + ': istio.io/dataplane-mode=none takes the pod out of the ambient mesh, where no policy of the namespace protects it; remove the label"+ask+"'"),
-			validation(exempt+" || !("+hasKey(m, "annotations", annotation.IoIstioRerouteVirtualInterfaces.Name, "")+" || "+
+			chk("reroute-interfaces", AssetPodCapture, exempt+" || !("+hasKey(m, "annotations", annotation.IoIstioRerouteVirtualInterfaces.Name, "")+" || "+
 				hasKey(m, "annotations", annotation.SidecarTrafficKubevirtInterfaces.Name, "")+")",
 				"pods of this namespace may not reroute an interface past ztunnel's inbound capture"+ask,
 				what+" + ': the annotations "+annotation.IoIstioRerouteVirtualInterfaces.Name+" and "+annotation.SidecarTrafficKubevirtInterfaces.Name+
 					" send what arrives on an interface out as the pod\\'s own traffic, past the namespace\\'s policies; remove them"+ask+"'"),
-			validation(exempt+" || !"+hasKey(m, "annotations", annotation.AmbientBypassInboundCapture.Name, ""),
+			chk("bypass-inbound-capture", AssetPodCapture, exempt+" || !"+hasKey(m, "annotations", annotation.AmbientBypassInboundCapture.Name, ""),
 				"pods of this namespace may not bypass ztunnel's inbound capture ("+annotation.AmbientBypassInboundCapture.Name+")"+ask,
 				what+" + ': the annotation "+annotation.AmbientBypassInboundCapture.Name+" lets every caller reach the pod past ztunnel and the namespace\\'s policies; remove it"+ask+"'"),
-			validation(exempt+" || "+fresh,
+			chk("sidecar-status-only-from-injector", AssetPodCapture, exempt+" || "+fresh,
 				"only Istio's injector sets sidecar.istio.io/status, and it injects nothing in this namespace"+ask,
 				what+" + ': the annotation "+status+" makes Istio leave the pod to a sidecar, and no sidecar is injected in this ambient namespace, "+
 					"so the pod would run outside the mesh; remove it"+ask+"'"),
-			validation(exempt+" || !"+hasKey(m, "annotations", status, "")+" || "+s+".containers.exists(c, c.name == "+quote(waypoint.SidecarContainer)+")",
+			chk("sidecar-status-without-proxy", AssetPodCapture, exempt+" || !"+hasKey(m, "annotations", status, "")+" || "+s+".containers.exists(c, c.name == "+quote(waypoint.SidecarContainer)+")",
 				"pods of this namespace may not carry sidecar.istio.io/status without an istio-proxy container"+ask,
 				what+" + ': the annotation "+status+" without an "+waypoint.SidecarContainer+" container makes Istio skip the pod, "+
 					"which then runs outside the mesh; remove it"+ask+"'"))
@@ -345,16 +394,16 @@ func (b builder) podChecks(m, old, s, what string) []admissionv1.Validation {
 			hasKey(m, "annotations", annotation.IoIstioRerouteVirtualInterfaces.Name, ""),
 			hasKey(m, "annotations", statusPort, ""), quote(statusPort))
 		out = append(out,
-			validation(exempt+" || !("+notTrue("labels")+" || "+notTrue("annotations")+")",
+			chk("inject-not-true", AssetPodCapture, exempt+" || !("+notTrue("labels")+" || "+notTrue("annotations")+")",
 				"pods of this namespace may not opt out of sidecar injection (sidecar.istio.io/inject other than true)"+ask,
 				what+" + ': sidecar.istio.io/inject other than \\'true\\' runs the pod without a sidecar, or without its redirect, outside the mesh and every policy of the namespace; remove it"+ask+"'"),
-			validation(exempt+" || !("+bypass+")",
+			chk("inbound-capture", AssetPodCapture, exempt+" || !("+bypass+")",
 				"pods of this namespace may not take inbound traffic out of the sidecar's capture"+ask,
 				what+" + ': "+include+" other than *, "+exclude+" beyond the status port, "+statusPort+" other than 15020, "+mode+"=NONE, or an excluded or rerouted interface "+
 					"lets callers reach the pod past its sidecar and the namespace\\'s policies; remove it"+ask+"'"))
 		out = append(out, b.sidecarContainerChecks(m, old, s, what, exempt)...)
 	}
-	return append(out, b.waypointChecks(m, what)...)
+	return append(inModes(b.cfg.Mesh.Mode, out...), b.waypointChecks(m, what)...)
 }
 
 // sidecarContainerChecks are the sidecar-mode checks of the containers Istio reads (pod metadata
@@ -362,10 +411,9 @@ func (b builder) podChecks(m, old, s, what string) []admissionv1.Validation {
 // istio-init container, DISABLE_ENVOY on istio-proxy read with strconv.ParseBool, a proxy type
 // other than sidecar, no istio-proxy at all), looked for among the init containers too, where the
 // injector puts istio-proxy when native sidecars are on (cni/pkg/plugin/kubernetes.go containers);
-// and the two annotations that reshape the sidecar the injector adds. Kubernetes' controllers,
-// which the guard trusts, create the pods of workloads, so their templates are judged before
-// injection and only the pods a user creates are seen as injected.
-func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []admissionv1.Validation {
+// and the two annotations that reshape the sidecar the injector adds. Templates are judged before
+// injection, pods after it (whoever creates them), so only pods are required to be injected.
+func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []Check {
 	all := fmt.Sprintf("(has(%[1]s.initContainers) ? %[1]s.containers + %[1]s.initContainers : %[1]s.containers)", s)
 	proxy := quote(waypoint.SidecarContainer)
 	// istio-cni reads both with strconv.ParseBool (cni/pkg/plugin/plugin.go doAddRun,
@@ -376,8 +424,8 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []admiss
 		"(has(c.env) && c.env.exists(e, e.name == 'ISTIO_DUAL_STACK' && !(has(e.value) && e.value in %[3]s))) || "+
 		"(has(c.args) && size(c.args) >= 2 && c.args[0] == 'proxy' && c.args[1] != 'sidecar')))", all, proxy, truthy)
 	templates, proxyConfig := annotation.InjectTemplates.Name, annotation.ProxyConfig.Name
-	out := []admissionv1.Validation{
-		validation(exempt+" || !"+noProxy,
+	out := []Check{
+		chk("proxy-runs-sidecar", AssetPodCapture, exempt+" || !"+noProxy,
 			"the istio-proxy container of a pod in this namespace must run the sidecar proxy"+ask,
 			what+" + ': an istio-proxy container (or init container) with DISABLE_ENVOY set true or a proxy type other than sidecar makes istio-cni skip the pod\\'s redirect, "+
 				"and ISTIO_DUAL_STACK other than true skips its IPv6 redirect, so callers reach it past the namespace\\'s policies; remove them"+ask+"'"),
@@ -385,17 +433,17 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []admiss
 		// environment of istio-proxy, DISABLE_ENVOY among it; interceptionMode NONE drops the
 		// redirect), in YAML no CEL expression can read reliably; and a template other than
 		// "sidecar" injects another proxy (grpc-agent runs none).
-		validation(exempt+" || !"+hasKey(m, "annotations", proxyConfig, ""),
+		chk("proxy-config", AssetPodCapture, exempt+" || !"+hasKey(m, "annotations", proxyConfig, ""),
 			"pods of this namespace may not reshape their sidecar with "+proxyConfig+ask,
 			what+" + ': the annotation "+proxyConfig+" can switch off the sidecar\\'s capture or its proxy; remove it"+ask+"'"),
-		validation(exempt+" || !"+hasKey(m, "annotations", templates, "")+" || "+m+".annotations["+quote(templates)+"] == 'sidecar'",
+		chk("inject-templates", AssetPodCapture, exempt+" || !"+hasKey(m, "annotations", templates, "")+" || "+m+".annotations["+quote(templates)+"] == 'sidecar'",
 			"pods of this namespace may be injected only with Istio's sidecar template"+ask,
 			what+" + ': "+templates+"=' + "+m+".annotations["+quote(templates)+"] + ' injects something other than the sidecar, which may run no proxy; remove it"+ask+"'"),
 	}
 	if *b.cfg.Mesh.IstioCNI || old == "" {
 		// With istio-cni the injector adds istio-validation, never istio-init; without it, it adds
 		// its own istio-init, after templates are judged, and merges a template's over it.
-		out = append(out, validation(exempt+" || !"+all+".exists(c, c.name == 'istio-init')",
+		out = append(out, chk("istio-init", AssetPodCapture, exempt+" || !"+all+".exists(c, c.name == 'istio-init')",
 			"a container named istio-init is Istio's to add"+ask,
 			what+" + ': istio-cni skips the redirect of a pod with a container named istio-init, and Istio\\'s injector merges one over its own, "+
 				"so callers would reach the pod past the namespace\\'s policies; rename it"+ask+"'"))
@@ -407,7 +455,7 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []admiss
 		// DISABLE_ENVOY or another proxy type on the pods of a template where the checks above
 		// never see them. On a pod the guard sees the merged result, so only templates are refused.
 		overrides := annotation.ProxyOverrides.Name
-		out = append(out, validation(exempt+" || !"+hasKey(m, "annotations", overrides, ""),
+		out = append(out, chk("proxy-overrides", AssetPodCapture, exempt+" || !"+hasKey(m, "annotations", overrides, ""),
 			"pod templates of this namespace may not carry "+overrides+ask,
 			what+" + ': Istio\\'s injector merges the containers of "+overrides+" over the sidecar it injects, so it could switch the proxy or its redirect off; "+
 				"set what you need on the template\\'s own "+waypoint.SidecarContainer+" container instead"+ask+"'"))
@@ -416,7 +464,7 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []admiss
 		// istio-cni reads the pod when its sandbox is set up, not as created (plugin.go doAddRun
 		// gets it from the API server), so the status annotation may not be removed either: a
 		// pod held by a scheduling gate could lose it before it starts.
-		out = append(out, validation(exempt+" || request.operation != 'UPDATE' || !"+hasKey(old, "annotations", status, "")+" || "+hasKey(m, "annotations", status, ""),
+		out = append(out, chk("keeps-sidecar-status", AssetPodCapture, exempt+" || request.operation != 'UPDATE' || !"+hasKey(old, "annotations", status, "")+" || "+hasKey(m, "annotations", status, ""),
 			"pods of this namespace keep sidecar.istio.io/status"+ask,
 			what+" + ': without "+status+" istio-cni sets up no redirect for the pod, so callers would reach it past the namespace\\'s policies; keep the annotation"+ask+"'"))
 	}
@@ -425,7 +473,7 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []admiss
 		// the status annotation the injector always writes, it was not injected, and istio-cni
 		// programs no redirect for it (cni/pkg/plugin/plugin.go doAddRun skips a pod without
 		// sidecar.istio.io/status), whatever its own istio-proxy container runs.
-		out = append(out, validation(exempt+" || request.operation != 'CREATE' || ("+all+".exists(c, c.name == "+proxy+") && "+hasKey(m, "annotations", status, "")+")",
+		out = append(out, chk("injected", AssetPodCapture, exempt+" || request.operation != 'CREATE' || ("+all+".exists(c, c.name == "+proxy+") && "+hasKey(m, "annotations", status, "")+")",
 			"pods of this namespace run with Istio's sidecar"+ask,
 			what+" + ': the pod has no "+waypoint.SidecarContainer+" container or no "+status+", so it was not injected and istio-cni would leave it "+
 				"outside the mesh and every policy of the namespace; create it where injection is on, without switching it off"+ask+"'"))
@@ -435,15 +483,15 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []admiss
 
 // waypointChecks refuse routing labels of an object (metadata m) that point past the namespace's
 // own waypoint.
-func (b builder) waypointChecks(m, what string) []admissionv1.Validation {
+func (b builder) waypointChecks(m, what string) []Check {
 	wp := b.cfg.Mesh.Waypoint.Name
 	use, useNS := label.IoIstioUseWaypoint.Name, label.IoIstioUseWaypointNamespace.Name
-	return append([]admissionv1.Validation{
-		validation("!variables.managed || !"+hasKey(m, "labels", use, "")+" || "+m+".labels["+quote(use)+"] == "+quote(wp),
+	return append([]Check{
+		chk("use-waypoint", AssetWaypointRouting, "!variables.managed || !"+hasKey(m, "labels", use, "")+" || "+m+".labels["+quote(use)+"] == "+quote(wp),
 			"istio.io/use-waypoint may name only this namespace's waypoint "+wp+ask,
 			what+" + ': istio.io/use-waypoint=' + "+m+".labels["+quote(use)+"] + ' sends traffic past this namespace\\'s waypoint "+wp+
 				", which enforces the owner\\'s policy; remove the label"+ask+"'"),
-		validation("!variables.managed || !"+hasKey(m, "labels", useNS, "")+" || "+m+".labels["+quote(useNS)+"] == request.namespace",
+		chk("use-waypoint-namespace", AssetWaypointRouting, "!variables.managed || !"+hasKey(m, "labels", useNS, "")+" || "+m+".labels["+quote(useNS)+"] == request.namespace",
 			"istio.io/use-waypoint-namespace may name only this namespace"+ask,
 			what+" + ': istio.io/use-waypoint-namespace=' + "+m+".labels["+quote(useNS)+"] + ' sends traffic to another namespace\\'s waypoint; remove the label"+ask+"'"),
 	}, b.canaryChecks(m, what)...)
@@ -459,22 +507,31 @@ const (
 // canaryChecks refuse a canary waypoint (a share of the traffic, by weight) anywhere but the
 // namespace's own waypoint. Another waypoint would fail closed, refused by the ztunnel policy,
 // yet it would take that share away from the owner's policy's waypoint.
-func (b builder) canaryChecks(m, what string) []admissionv1.Validation {
+func (b builder) canaryChecks(m, what string) []Check {
 	canary, canaryNS := quote(useWaypointCanary), quote(useWaypointCanaryNamespace)
-	return []admissionv1.Validation{
-		validation("!variables.managed || !"+hasKey(m, "labels", useWaypointCanary, "")+" || "+m+".labels["+canary+"] in ['', 'none', "+quote(b.cfg.Mesh.Waypoint.Name)+"]",
+	return []Check{
+		chk("use-waypoint-canary", AssetWaypointRouting, "!variables.managed || !"+hasKey(m, "labels", useWaypointCanary, "")+" || "+m+".labels["+canary+"] in ['', 'none', "+quote(b.cfg.Mesh.Waypoint.Name)+"]",
 			useWaypointCanary+" may name only this namespace's waypoint "+b.cfg.Mesh.Waypoint.Name+ask,
 			what+" + ': "+useWaypointCanary+"=' + "+m+".labels["+canary+"] + ' sends a share of the traffic past this namespace\\'s waypoint; remove the label"+ask+"'"),
-		validation("!variables.managed || !"+hasKey(m, "labels", useWaypointCanaryNamespace, "")+" || "+m+".labels["+canaryNS+"] == request.namespace",
+		chk("use-waypoint-canary-namespace", AssetWaypointRouting, "!variables.managed || !"+hasKey(m, "labels", useWaypointCanaryNamespace, "")+" || "+m+".labels["+canaryNS+"] == request.namespace",
 			useWaypointCanaryNamespace+" may name only this namespace"+ask,
 			what+" + ': "+useWaypointCanaryNamespace+"=' + "+m+".labels["+canaryNS+"] + ' sends a share of the traffic to another namespace\\'s waypoint; remove the label"+ask+"'"),
 	}
 }
 
-func (b builder) pods() *admissionv1.ValidatingAdmissionPolicy {
-	return b.policy(PodsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+// pods judges every pod created in a managed namespace, whoever creates it: a pod a Kubernetes
+// controller creates from a template the workloads policy judged may have been changed since by
+// any mutating webhook (Kubeflow's PodDefaults, Katib's and the Spark operator's pod webhooks
+// among them), and validating admission runs after all of them (k8s.io/apiserver
+// pkg/admission/chain.go; mutating before validating). Kubernetes' controllers stay trusted in
+// updates of pods, which change what they own (owner references, finalizers, conditions).
+func (b builder) pods() policySpec {
+	s := b.spec(PodsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("", "v1", []string{"pods", "pods/status"}, admissionv1.Create, admissionv1.Update),
-	}, sameMetadata(), viaStatus(b.podChecks("object.metadata", "oldObject.metadata", "object.spec", "'Pod ' + request.namespace + '/' + object.metadata.name")))
+	}, sameMetadata()...)
+	s.untrusted = "!(" + b.trustedUsers() + " || ((" + b.kubernetes() + ") && request.operation != 'CREATE'))"
+	s.addAll(viaStatus(b.podChecks("object.metadata", "oldObject.metadata", "object.spec", "'Pod ' + request.namespace + '/' + object.metadata.name")))
+	return s
 }
 
 // sameMetadata is the variable that says whether an update leaves the object's labels and
@@ -491,8 +548,8 @@ func sameMetadata() []admissionv1.Variable {
 // judges the others as any update. The status subresource of pods and Services takes label and
 // annotation changes as well (only the spec is kept), so without it a label the checks refuse could
 // be set there; with it the kubelet's status writes of a pod that predates the guard still pass.
-func viaStatus(vs []admissionv1.Validation) []admissionv1.Validation {
-	out := make([]admissionv1.Validation, len(vs))
+func viaStatus(vs []Check) []Check {
+	out := make([]Check, len(vs))
 	for i, v := range vs {
 		v.Expression = "(has(request.subResource) && request.subResource == 'status' && variables.sameMetadata) || (" + v.Expression + ")"
 		out[i] = v
@@ -500,36 +557,42 @@ func viaStatus(vs []admissionv1.Validation) []admissionv1.Validation {
 	return out
 }
 
-func (b builder) workloads() *admissionv1.ValidatingAdmissionPolicy {
-	return b.policy(WorkloadsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+func (b builder) workloads() policySpec {
+	s := b.spec(WorkloadsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("apps", "v1", []string{"deployments", "statefulsets", "daemonsets", "replicasets"}, admissionv1.Create, admissionv1.Update),
 		rule("batch", "v1", []string{"jobs"}, admissionv1.Create, admissionv1.Update),
 		rule("", "v1", []string{"replicationcontrollers"}, admissionv1.Create, admissionv1.Update),
-	}, nil, b.podChecks("object.spec.template.metadata", "", "object.spec.template.spec",
+	})
+	s.addAll(b.podChecks("object.spec.template.metadata", "", "object.spec.template.spec",
 		"request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name + ' (its pod template)'"))
+	return s
 }
 
-func (b builder) cronJobs() *admissionv1.ValidatingAdmissionPolicy {
-	return b.policy(CronJobsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+func (b builder) cronJobs() policySpec {
+	s := b.spec(CronJobsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("batch", "v1", []string{"cronjobs"}, admissionv1.Create, admissionv1.Update),
-	}, nil, b.podChecks("object.spec.jobTemplate.spec.template.metadata", "", "object.spec.jobTemplate.spec.template.spec",
+	})
+	s.addAll(b.podChecks("object.spec.jobTemplate.spec.template.metadata", "", "object.spec.jobTemplate.spec.template.spec",
 		"'CronJob ' + request.namespace + '/' + object.metadata.name + ' (its pod template)'"))
+	return s
 }
 
 // bindings refuses a Binding that carries Istio's metadata: the API server copies a Binding's
 // annotations, and its labels, onto the pod it binds (pods/binding, and the older bindings
 // resource), so a Binding could opt a pod out of the mesh or route it past the waypoint. The
 // scheduler's Bindings carry none.
-func (b builder) bindings() *admissionv1.ValidatingAdmissionPolicy {
+func (b builder) bindings() policySpec {
 	istio := func(field string) string {
 		return fmt.Sprintf("(has(object.metadata.%[1]s) && object.metadata.%[1]s.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))", field)
 	}
-	return b.policy(BindingsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+	s := b.spec(BindingsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("", "v1", []string{"pods/binding", "bindings"}, admissionv1.Create),
-	}, nil, []admissionv1.Validation{validation("!variables.managed || !("+istio("labels")+" || "+istio("annotations")+")",
+	})
+	s.add(chk("istio-metadata", AssetPodCapture, "!variables.managed || !("+istio("labels")+" || "+istio("annotations")+")",
 		"a Binding may not carry Istio's labels or annotations: they would be copied onto the pod"+ask,
 		"'Binding ' + request.namespace + '/' + object.metadata.name + ': its Istio labels or annotations would be copied onto the pod, "+
-			"which could take it out of the mesh or past the waypoint; bind without them'"+" + '"+ask+"'")})
+			"which could take it out of the mesh or past the waypoint; bind without them'"+" + '"+ask+"'"))
+	return s
 }
 
 // kubeflow refuses Kubeflow's objects whose controllers copy a tenant's input into what Istio
@@ -537,13 +600,15 @@ func (b builder) bindings() *admissionv1.ValidatingAdmissionPolicy {
 // Trials (onto the pods of trials) and the Spark operator's SparkApplications and
 // ScheduledSparkApplications (onto pods its webhook selects). Clusters without these CRDs match
 // nothing.
-func (b builder) kubeflow() *admissionv1.ValidatingAdmissionPolicy {
-	return b.policy(KubeflowPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+func (b builder) kubeflow() policySpec {
+	s := b.spec(KubeflowPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("kubeflow.org", "*", []string{"poddefaults"}, admissionv1.Create, admissionv1.Update),
 		rule("kubeflow.org", "*", []string{"notebooks"}, admissionv1.Create, admissionv1.Update),
 		rule("kubeflow.org", "*", []string{"experiments", "trials"}, admissionv1.Create, admissionv1.Update),
 		rule("sparkoperator.k8s.io", "*", []string{"sparkapplications", "scheduledsparkapplications"}, admissionv1.Create, admissionv1.Update),
-	}, nil, []admissionv1.Validation{podDefaultCheck(), b.podDefaultSelectorCheck(), b.notebookCheck(), katibCheck(), sparkCheck()})
+	})
+	s.addAll([]Check{podDefaultCheck(), b.podDefaultSelectorCheck(), b.notebookCheck(), katibCheck(), sparkCheck()})
+	return s
 }
 
 // istioContainerNames is the CEL list of the container names Istio reads: its proxy, and the init
@@ -572,7 +637,7 @@ func proxySwitchNames() string { return "['DISABLE_ENVOY', 'ISTIO_DUAL_STACK']" 
 // cni/pkg/plugin/plugin.go doAddRun), and an istio-proxy of the member's is merged into the
 // injected one. Everything else the webhook copies lands on the Spark container or the pod spec,
 // where Pod Security still judges it.
-func sparkCheck() admissionv1.Validation {
+func sparkCheck() Check {
 	named := func(spec, role, field string) string {
 		return fmt.Sprintf("(has(%[1]s.%[2]s) && has(%[1]s.%[2]s.%[3]s) && %[1]s.%[2]s.%[3]s.exists(c, has(c.name) && c.name in %[4]s))",
 			spec, role, field, istioContainerNames())
@@ -588,7 +653,7 @@ func sparkCheck() admissionv1.Validation {
 	}
 	spec := "(request.resource.resource == 'sparkapplications' && has(object.spec) && " + istioContainer("object.spec") + ")"
 	template := "(request.resource.resource == 'scheduledsparkapplications' && has(object.spec) && has(object.spec.template) && " + istioContainer("object.spec.template") + ")"
-	return validation(
+	return chk("spark-istio-containers", AssetPodCapture,
 		"!(request.resource.resource in ['sparkapplications', 'scheduledsparkapplications']) || !variables.managed || !("+spec+" || "+template+")",
 		"a SparkApplication may not give its driver or executor a container named as Istio's: the Spark operator's webhook copies them onto pods no policy judges"+ask,
 		"request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name + ': the Spark operator\\'s webhook appends the driver\\'s and executor\\'s initContainers and sidecars "+
@@ -606,7 +671,7 @@ func sparkCheck() admissionv1.Validation {
 // pods. The pods of a trial's Job are created by kube-controller-manager, which the guard trusts,
 // after the Job's template was judged. So an Experiment or Trial in a managed namespace may carry
 // no label of Istio's domain, and no custom collector named as a container Istio reads.
-func katibCheck() admissionv1.Validation {
+func katibCheck() Check {
 	named := func(mc string) string {
 		return fmt.Sprintf("(has(object.spec.%[1]s) && has(object.spec.%[1]s.collector) && has(object.spec.%[1]s.collector.customCollector) && "+
 			"has(object.spec.%[1]s.collector.customCollector.name) && object.spec.%[1]s.collector.customCollector.name in %[2]s)",
@@ -614,7 +679,7 @@ func katibCheck() admissionv1.Validation {
 	}
 	istio := "(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))"
 	collector := "(has(object.spec) && (" + named("metricsCollectorSpec") + " || " + named("metricsCollector") + "))"
-	return validation(
+	return chk("katib-istio", AssetPodCapture,
 		"!(request.resource.resource in ['experiments', 'trials']) || !variables.managed || !("+istio+" || "+collector+")",
 		"a Katib Experiment or Trial may not carry Istio's labels or a custom collector named as Istio's containers: Katib copies them onto pods no policy judges"+ask,
 		"request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name + ': Katib\\'s webhook copies the labels of a Trial (and of its Experiment) and its custom metrics collector onto the pods of the trial, "+
@@ -636,7 +701,7 @@ func katibCheck() admissionv1.Validation {
 // domain's, the Deployment's pod-template-hash, and the admin's mesh.waypoint.labels, which the
 // Gateway's spec.infrastructure.labels carry), or the waypoint's gateway-name label absent or other
 // than the waypoint's.
-func (b builder) podDefaultSelectorCheck() admissionv1.Validation {
+func (b builder) podDefaultSelectorCheck() Check {
 	const gatewayName = "gateway.networking.k8s.io/gateway-name"
 	// Every label the plugins put on the Gateway is of their domain, the plugin label's.
 	ours, _, _ := strings.Cut(plugin.PluginLabel, "/")
@@ -659,7 +724,7 @@ func (b builder) podDefaultSelectorCheck() admissionv1.Validation {
 		"(e.operator in ['In', 'Exists'] && !%[2]s) || "+
 		"(e.key == %[3]s && (e.operator == 'DoesNotExist' || (e.operator == 'NotIn' && has(e.values) && %[4]s in e.values) || (e.operator == 'In' && (!has(e.values) || !(%[4]s in e.values))))))))",
 		sel, theirs("string(e.key)"), quote(gatewayName), wp)
-	return validation(
+	return chk("poddefault-selects-waypoint", AssetWaypointWorkload,
 		"request.resource.resource != 'poddefaults' || !variables.managed || (has(object.spec) && has("+sel+") && ("+labels+" || "+expr+"))",
 		"a PodDefault must select by a label the waypoint's pods do not carry"+ask,
 		"'PodDefault ' + request.namespace + '/' + object.metadata.name + ': Kubeflow\\'s webhook applies it to every pod its selector matches, "+
@@ -676,10 +741,10 @@ func (b builder) podDefaultSelectorCheck() admissionv1.Validation {
 // The owner and contributor policies admit the ingress gateway for the user its user-id header
 // names, so no Notebook may set that header: its name in any case, or any JSON escape, which could
 // spell it.
-func (b builder) notebookCheck() admissionv1.Validation {
+func (b builder) notebookCheck() Check {
 	const key = "notebooks.kubeflow.org/http-headers-request-set"
 	headers := "object.metadata.annotations[" + quote(key) + "]"
-	return validation(
+	return chk("notebook-user-id-header", AssetUserIdentity,
 		"request.resource.resource != 'notebooks' || !variables.managed || !"+hasKey("object.metadata", "annotations", key, "")+" || !("+
 			headers+".lowerAscii().contains("+quote(strings.ToLower(b.cfg.Authorization.UserIDHeader))+") || "+headers+".contains('\\\\u'))",
 		"a Notebook may not set the header "+b.cfg.Authorization.UserIDHeader+" on the requests routed to it"+ask,
@@ -697,7 +762,7 @@ func (b builder) notebookCheck() admissionv1.Validation {
 // PodDefault in a managed namespace may carry no key of Istio's domain, no DISABLE_ENVOY or
 // ISTIO_DUAL_STACK (merged into a template's own istio-proxy, see proxySwitchNames), and no
 // container Istio reads by name.
-func podDefaultCheck() admissionv1.Validation {
+func podDefaultCheck() Check {
 	istio := func(field string) string {
 		return fmt.Sprintf("(has(object.spec.%[1]s) && object.spec.%[1]s.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))", field)
 	}
@@ -706,7 +771,7 @@ func podDefaultCheck() admissionv1.Validation {
 			field, istioContainerNames())
 	}
 	disable := "(has(object.spec.env) && object.spec.env.exists(e, has(e.name) && e.name in " + proxySwitchNames() + "))"
-	return validation(
+	return chk("poddefault-istio", AssetPodCapture,
 		"request.resource.resource != 'poddefaults' || !variables.managed || !has(object.spec) || !("+
 			strings.Join([]string{istio("labels"), istio("annotations"), disable, named("initContainers"), named("sidecars")}, " || ")+")",
 		"a PodDefault may not carry Istio's labels, annotations, DISABLE_ENVOY, ISTIO_DUAL_STACK or containers: they would be copied onto pods no policy judges"+ask,
@@ -716,12 +781,13 @@ func podDefaultCheck() admissionv1.Validation {
 			"set Istio\\'s keys on the workload\\'s pod template instead"+ask+"'")
 }
 
-func (b builder) services() *admissionv1.ValidatingAdmissionPolicy {
-	p := b.policy(ServicesPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+func (b builder) services() policySpec {
+	s := b.spec(ServicesPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("", "v1", []string{"services", "services/status"}, admissionv1.Create, admissionv1.Update),
-	}, sameMetadata(), viaStatus(b.waypointChecks("object.metadata", "'Service ' + request.namespace + '/' + object.metadata.name")))
-	b.withEndpointChecks(p)
-	return p
+	}, sameMetadata()...)
+	s.addAll(viaStatus(b.waypointChecks("object.metadata", "'Service ' + request.namespace + '/' + object.metadata.name")))
+	b.withEndpointChecks(&s)
+	return s
 }
 
 // withEndpointChecks adds to the services policy p the endpoints of Services without a selector:
@@ -733,12 +799,12 @@ func (b builder) services() *admissionv1.ValidatingAdmissionPolicy {
 // ALLOW policy for this namespace's waypoint (implicitWaypointPolicies), which ztunnel joins to the
 // pod's own namespace's. kube-controller-manager mirrors an Endpoints' targetRefs into the
 // EndpointSlice istiod reads.
-func (b builder) withEndpointChecks(p *admissionv1.ValidatingAdmissionPolicy) {
+func (b builder) withEndpointChecks(p *policySpec) {
 	// The Services' checks stay theirs: istiod reads no waypoint label of an endpoint slice.
-	for i := range p.Spec.Validations {
-		p.Spec.Validations[i].Expression = "request.resource.resource != 'services' || (" + p.Spec.Validations[i].Expression + ")"
+	for i := range p.checks {
+		p.checks[i].Expression = "request.resource.resource != 'services' || (" + p.checks[i].Expression + ")"
 	}
-	p.Spec.MatchConstraints.ResourceRules = append(p.Spec.MatchConstraints.ResourceRules,
+	p.rules = append(p.rules,
 		rule("", "v1", []string{"endpoints"}, admissionv1.Create, admissionv1.Update),
 		rule("discovery.k8s.io", "v1", []string{"endpointslices"}, admissionv1.Create, admissionv1.Update))
 	var reserved []string
@@ -758,7 +824,7 @@ func (b builder) withEndpointChecks(p *admissionv1.ValidatingAdmissionPolicy) {
 		addresses("addresses") + " && " + addresses("notReadyAddresses") + ")"
 	sliceOK := "request.resource.resource != 'endpointslices' || !has(object.endpoints) || object.endpoints.all(a, " + ok + ")"
 	what := "request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name"
-	p.Spec.Validations = append(p.Spec.Validations, validation("!variables.managed || (("+endpoints+") && ("+sliceOK+"))",
+	p.add(chk("endpoint-foreign-pods", AssetServiceMembership, "!variables.managed || (("+endpoints+") && ("+sliceOK+"))",
 		"an endpoint address of this namespace may name only this namespace's pods"+ask,
 		what+" + ': an address whose targetRef names a pod of another namespace makes Istio count that pod as a member of this namespace\\'s Service, "+
 			"and can make it admit this namespace\\'s waypoint; name only this namespace\\'s pods, or none"+ask+"'"))

@@ -138,7 +138,7 @@ func TestReview12SparkApplicationsWithContainersNamedAsIstiosAreRefused(t *testi
 	})
 	rsController := bound(t, env, userBinding(ns, "replicaset-controller", "system:serviceaccount:kube-system:replicaset-controller", nil),
 		"r12-replicaset-controller-pods", contributorPodRules)
-	trustedOnly(t, rsController, member, webhooked)
+	refusedWhoeverCreatesIt(t, rsController, member, webhooked)
 
 	const want = "the Spark operator's webhook appends the driver's and executor's initContainers and sidecars"
 	for _, role := range []string{"driver", "executor"} {

@@ -52,7 +52,7 @@ func TestReview14PodDefaultsMayNotSetTheProxysSwitches(t *testing.T) {
 		p.Name, p.Namespace, p.Labels = "web-1", ns, map[string]string{"app": "web"}
 		p.Spec.Containers[1].Env = append(p.Spec.Containers[1].Env, corev1.EnvVar{Name: "ISTIO_DUAL_STACK", Value: "false"})
 	})
-	trustedOnly(t, rsController, member, merged)
+	refusedWhoeverCreatesIt(t, rsController, member, merged)
 
 	// The fix: no PodDefault in a managed namespace sets either switch istio-cni reads on
 	// istio-proxy, whatever the value.

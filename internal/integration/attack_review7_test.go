@@ -19,6 +19,7 @@ import (
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 )
 
 // Findings R7-1 and R7-2 (high): per-pod switches Istio reads on the inbound path that the pods
@@ -163,15 +164,8 @@ func guardedMember(t *testing.T, mode config.MeshMode, ns, binding, role string,
 	return env, bound(t, env, userBinding(ns, binding, editor, nil), role, rules)
 }
 
-// installGuardOf creates the guard of cfg (validated here) on the API server c and waits until
-// all of its policies are in force.
+// installGuardOf creates the guard of cfg on the API server c and waits until all of its
+// policies are in force.
 func installGuardOf(t *testing.T, c client.Client, cfg *config.Config) {
-	t.Helper()
-	require.NoError(t, cfg.Validate())
-	objs, err := guard.Objects(cfg)
-	require.NoError(t, err)
-	for _, o := range objs {
-		require.NoError(t, c.Create(context.Background(), o), "the API server accepts %s", o.GetName())
-	}
-	guardInForce(t, c)
+	fixture.InstallGuard(t, c, cfg)
 }

@@ -9,7 +9,6 @@ package integration
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +21,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,7 +29,6 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
-	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
@@ -44,42 +40,7 @@ const (
 	widened        = "wil@example.com" // kubeflow-edit and write on Istio's objects and namespaces
 )
 
-// kubeflowRoles are Kubeflow's user-facing roles as kubeflow/manifests defines them (testdata/
-// kubeflow-roles, each file citing its source), with their aggregation resolved: the test API
-// server runs no controller-manager, whose clusterrole-aggregation controller does that.
-func kubeflowRoles(t *testing.T) []*rbacv1.ClusterRole {
-	t.Helper()
-	var roles []*rbacv1.ClusterRole
-	for _, f := range []string{"cluster-roles.yaml", "istio-cluster-roles.yaml"} {
-		for _, u := range readObjects(t, filepath.Join(golden.ModuleRoot(t), "testdata", "kubeflow-roles", f)) {
-			r := &rbacv1.ClusterRole{}
-			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, r))
-			roles = append(roles, r)
-		}
-	}
-	for changed := true; changed; {
-		changed = false
-		for _, r := range roles {
-			if r.AggregationRule == nil {
-				continue
-			}
-			var rules []rbacv1.PolicyRule
-			for _, sel := range r.AggregationRule.ClusterRoleSelectors {
-				s, err := metav1.LabelSelectorAsSelector(&sel)
-				require.NoError(t, err)
-				for _, o := range roles {
-					if o != r && s.Matches(labels.Set(o.Labels)) {
-						rules = append(rules, o.Rules...)
-					}
-				}
-			}
-			if len(rules) != len(r.Rules) {
-				r.Rules, changed = rules, true
-			}
-		}
-	}
-	return roles
-}
+func kubeflowRoles(t *testing.T) []*rbacv1.ClusterRole { return fixture.KubeflowRoles(t) }
 
 // as is a client of the test API server acting as user in groups.
 func as(t *testing.T, env *envtest.Env, user string, groups ...string) client.Client {
@@ -100,17 +61,17 @@ func guardDenied(t *testing.T, err error, policy, want string) {
 	assert.Contains(t, err.Error(), "ask your platform admin")
 }
 
-// trustedOnly asserts that pod, as a webhook leaves it after the guard judged its template, is
-// admitted (dry run) from the replicaset controller, which the guard trusts, and refused by the
-// pods policy from the member: why the guard must refuse the webhook's input instead.
-func trustedOnly(t *testing.T, rsController, member client.Client, pod *corev1.Pod) {
+// refusedWhoeverCreatesIt asserts that pod, as a webhook leaves it after the guard judged its
+// template, is refused by the pods policy (dry run) from the ReplicaSet controller as from the
+// member: the guard judges every pod created in a managed namespace, after every mutating webhook.
+func refusedWhoeverCreatesIt(t *testing.T, rsController, member client.Client, pod *corev1.Pod) {
 	t.Helper()
 	ctx := context.Background()
-	require.NoError(t, rsController.Create(ctx, pod.DeepCopy(), client.DryRunAll),
-		"the pod from the replicaset controller is admitted: the guard trusts it and judged the template instead")
-	err := member.Create(ctx, pod.DeepCopy(), client.DryRunAll)
-	require.Error(t, err, "the same pod from the member is refused")
-	require.Contains(t, err.Error(), guard.PodsPolicy)
+	for who, c := range map[string]client.Client{"the replicaset controller": rsController, "the member": member} {
+		err := c.Create(ctx, pod.DeepCopy(), client.DryRunAll)
+		require.Error(t, err, "the pod from %s is refused", who)
+		require.Contains(t, err.Error(), guard.PodsPolicy, who)
+	}
 }
 
 func bind(t *testing.T, c client.Client, ns, user, role string) {
@@ -278,7 +239,7 @@ func TestTheGuardsOptOutExceptionsOnTheAPIServer(t *testing.T) {
 		o.SetResourceVersion(cur.GetResourceVersion())
 		require.NoError(t, root.Update(ctx, o))
 	}
-	guardInForce(t, root)
+	fixture.GuardInForce(t, root)
 	istiod := as(t, env, "system:serviceaccount:istio-system:istiod", "system:serviceaccounts")
 	fixture.ClusterAdmin(t, root, "istiod", rbacv1.Subject{Kind: "ServiceAccount", Name: "istiod", Namespace: "istio-system"})
 	waypointDeployment := func() *appsv1.Deployment {
