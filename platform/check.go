@@ -47,7 +47,7 @@ func Check(ctx context.Context, r client.Reader, cfg *config.Config) (Report, er
 		}
 	}
 	// The guard protects the Pod Security labels in every mode.
-	g, err := checkGuard(ctx, r)
+	g, err := checkGuard(ctx, r, cfg)
 	if err != nil {
 		return report, err
 	}

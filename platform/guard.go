@@ -32,7 +32,7 @@ const renderHint = "profile-plugins render -cluster -config <your PluginConfig> 
 // namespaces or objects, or a policy that recognises managed namespaces by something else than
 // the owner annotation) is a finding. A cluster that serves no ValidatingAdmissionPolicy
 // (Kubernetes before 1.30) has none of them.
-func checkGuard(ctx context.Context, r client.Reader) ([]Finding, error) {
+func checkGuard(ctx context.Context, r client.Reader, cfg *config.Config) ([]Finding, error) {
 	bindings := &admissionv1.ValidatingAdmissionPolicyBindingList{}
 	if err := r.List(ctx, bindings); err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
@@ -53,14 +53,14 @@ func checkGuard(ctx context.Context, r client.Reader) ([]Finding, error) {
 		err := r.Get(ctx, client.ObjectKey{Name: name}, p)
 		if apierrors.IsNotFound(err) {
 			out = append(out, Finding{Kind: FindingGuardMissing, What: WhatGuard, Policy: name,
-				Problem: "the admission guard's policy " + name + " does not exist, so nothing prevents " + guardedBy(name) + " (the runner repairs what it can only at its next reconcile, and a pod that opts out not at all)",
+				Problem: "the admission guard's policy " + name + " does not exist, so nothing prevents " + guardedBy(cfg, name) + " (the runner repairs what it can only at its next reconcile, and a pod that opts out not at all)",
 				Fix:     "apply the guard: " + renderHint})
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading ValidatingAdmissionPolicy %s: %w", name, err)
 		}
-		if f, bad := judgeBindings(name, bound[name]); bad {
+		if f, bad := judgeBindings(cfg, name, bound[name]); bad {
 			out = append(out, f)
 			continue
 		}
@@ -75,7 +75,7 @@ func checkGuard(ctx context.Context, r client.Reader) ([]Finding, error) {
 
 // judgeBindings says what is wrong with how the policy is bound, if anything: it must have a
 // binding that denies and selects neither namespaces nor objects.
-func judgeBindings(name string, bs []admissionv1.ValidatingAdmissionPolicyBinding) (Finding, bool) {
+func judgeBindings(cfg *config.Config, name string, bs []admissionv1.ValidatingAdmissionPolicyBinding) (Finding, bool) {
 	f := Finding{What: WhatGuard, Policy: name, Fix: "apply the guard's binding as rendered, which denies in every namespace and leaves the choice of the managed ones to the policy: " + renderHint}
 	var narrowed []string
 	for _, b := range bs {
@@ -94,7 +94,7 @@ func judgeBindings(name string, bs []admissionv1.ValidatingAdmissionPolicyBindin
 		return f, true
 	}
 	f.Kind = FindingGuardUnbound
-	f.Problem = "policy " + name + " exists but no binding with validationActions Deny binds it: it refuses nothing, so nothing prevents " + guardedBy(name)
+	f.Problem = "policy " + name + " exists but no binding with validationActions Deny binds it: it refuses nothing, so nothing prevents " + guardedBy(cfg, name)
 	return f, true
 }
 
@@ -138,21 +138,16 @@ func recognisesManaged(p *admissionv1.ValidatingAdmissionPolicy) bool {
 	return false
 }
 
-// guardedBy says what the named policy prevents.
-func guardedBy(name string) string {
-	switch name {
-	case guard.ManagedObjectsPolicy:
-		return "edits and deletions of the plugins' policies, waypoint and seccomp ConfigMap"
-	case guard.NamespaceLabelsPolicy:
-		return "changes of a user namespace's mesh and Pod Security labels"
-	case guard.ServicesPolicy:
-		return "Services pointing istio.io/use-waypoint past the namespace's waypoint, and endpoints naming another namespace's pods"
-	case guard.BindingsPolicy:
-		return "Bindings that would copy Istio's labels or annotations onto a pod"
-	case guard.KubeflowPolicy:
-		return "PodDefaults, Katib trials and SparkApplications that would copy Istio's switches onto pods, and Notebooks that would set the user-id header"
+// guardedBy says what the named policy protects, from the guard's registry of checks.
+func guardedBy(cfg *config.Config, name string) string {
+	var words []string
+	for _, a := range guard.Protects(cfg, name) {
+		words = append(words, a.String())
 	}
-	return "pods opting out of the mesh and pointing istio.io/use-waypoint past the namespace's waypoint"
+	if len(words) == 0 {
+		return "what it protects"
+	}
+	return "changes of " + strings.Join(words, "; ")
 }
 
 // checkDefaultDeny reads the waypoints' default deny in the root namespace: without it a waypoint
