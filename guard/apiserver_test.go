@@ -39,6 +39,7 @@ const (
 	kcm     = "system:kube-controller-manager"
 	rsCtl   = "system:serviceaccount:kube-system:replicaset-controller"
 	kubelet = "system:node:node-1"
+	kfam    = "system:serviceaccount:kubeflow:profiles-controller-service-account"
 )
 
 // widenedRules are what a careless admin might grant a member beyond kubeflow-edit: the guard
@@ -49,6 +50,7 @@ var widenedRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"*"}},
 	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"*"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments/scale"}, Verbs: []string{"*"}},
+	{APIGroups: []string{"networking.istio.io", "extensions.istio.io", "security.istio.io", "gateway.networking.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"*"}},
 }
 
 // server is the package's API server with the guard in force.
@@ -81,7 +83,7 @@ func guarded(t *testing.T) *server {
 	}
 	require.NoError(t, env.Client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "widened"}, Rules: widenedRules}))
 	for i, s := range []rbacv1.Subject{
-		{Kind: rbacv1.UserKind, Name: istiod}, {Kind: rbacv1.UserKind, Name: kcm}, {Kind: rbacv1.UserKind, Name: rsCtl},
+		{Kind: rbacv1.UserKind, Name: istiod}, {Kind: rbacv1.UserKind, Name: kcm}, {Kind: rbacv1.UserKind, Name: rsCtl}, {Kind: rbacv1.UserKind, Name: kfam},
 		{Kind: rbacv1.GroupKind, Name: "system:nodes"},
 	} {
 		require.NoError(t, env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
@@ -91,6 +93,7 @@ func guarded(t *testing.T) *server {
 		}))
 	}
 	cfg := config.Default()
+	cfg.Guard.MeshConfigAllowed = []config.MeshObject{{Kind: "EnvoyFilter", Name: "allowed-by-the-admin"}}
 	fixture.InstallGuard(t, env.Client, cfg)
 	shared = &server{env: env, cfg: cfg}
 	return shared
@@ -137,6 +140,20 @@ func refusedBy(t *testing.T, err error, id string, msgAndArgs ...any) {
 	assert.Contains(t, err.Error(), "ValidatingAdmissionPolicy '"+policy+"'", msgAndArgs...)
 	assert.Contains(t, err.Error(), "["+id+"]", msgAndArgs...)
 	assert.Contains(t, err.Error(), "ask your platform admin", msgAndArgs...)
+}
+
+// refusedByOneOf asserts err is the guard's refusal by one of the checks ids: where several
+// policies refuse a request, the API server reports the first it evaluated, in no fixed order.
+func refusedByOneOf(t *testing.T, err error, ids []string, msgAndArgs ...any) {
+	t.Helper()
+	require.Error(t, err, append([]any{"admitted; want one of the guard's checks %v to refuse it: ", ids}, msgAndArgs...)...)
+	for _, id := range ids {
+		if strings.Contains(err.Error(), "["+id+"]") {
+			refusedBy(t, err, id, msgAndArgs...)
+			return
+		}
+	}
+	assert.Fail(t, "refused by another check than "+strings.Join(ids, ", "), append([]any{err.Error()}, msgAndArgs...)...)
 }
 
 // notTheGuards asserts that err, if any, is not the guard's refusal.

@@ -35,14 +35,38 @@ const (
 	AssetWaypointRouting Asset = "waypoint-routing"
 	// AssetServiceMembership is which pods Istio counts as a Service of the namespace.
 	AssetServiceMembership Asset = "service-membership"
+	// AssetAccess is who the namespace admits: the owner's and contributors' policies, and no
+	// other ALLOW policy.
+	AssetAccess Asset = "access"
 	// AssetUserIdentity is the user-id header the owner and contributor policies decide on.
 	AssetUserIdentity Asset = "user-identity"
 )
 
+// assetWords say what each asset is, as the platform check reports an unguarded one.
+var assetWords = map[Asset]string{
+	AssetWaypointWorkload:  "the waypoint's workload (its Deployment, pods, Service, endpoints)",
+	AssetWaypointIdentity:  "the waypoint's identity (its ServiceAccount, tokens, the pods that run as it)",
+	AssetPluginObjects:     "the plugins' policies, waypoint Gateway and ConfigMap",
+	AssetNamespaceLabels:   "a user namespace's mesh and Pod Security labels and owner annotation",
+	AssetPodCapture:        "every pod's capture by the mesh",
+	AssetWaypointRouting:   "routing through the namespace's own waypoint",
+	AssetServiceMembership: "which pods Istio counts as the namespace's Services'",
+	AssetAccess:            "who the namespace admits (ALLOW policies beside the owner's and contributors')",
+	AssetUserIdentity:      "the user-id header the namespace's policies decide on",
+}
+
+// String says what the asset is, in words.
+func (a Asset) String() string {
+	if w, ok := assetWords[a]; ok {
+		return w
+	}
+	return string(a)
+}
+
 // Assets are every asset, in the trust model's order.
 func Assets() []Asset {
 	return []Asset{AssetWaypointWorkload, AssetWaypointIdentity, AssetPluginObjects, AssetNamespaceLabels,
-		AssetPodCapture, AssetWaypointRouting, AssetServiceMembership, AssetUserIdentity}
+		AssetPodCapture, AssetWaypointRouting, AssetServiceMembership, AssetAccess, AssetUserIdentity}
 }
 
 // Check is one rule of the guard: what it protects, where it applies, what it rests on, and the
@@ -92,7 +116,7 @@ type policySpec struct {
 // order Objects renders them.
 func (b builder) specs() []policySpec {
 	return []policySpec{
-		b.managedObjects(), b.namespaceLabels(), b.waypointWorkload(), b.pods(), b.workloads(), b.cronJobs(),
+		b.managedObjects(), b.namespaceLabels(), b.waypointWorkload(), b.meshConfig(), b.pods(), b.workloads(), b.cronJobs(),
 		b.services(), b.bindings(), b.kubeflow(),
 	}
 }

@@ -72,6 +72,7 @@ func TestWaypointObjectsAreIstiodsAlone(t *testing.T) {
 	idle, active := s.namespace(t, "wp-idle"), s.namespace(t, "wp-active")
 
 	planted := waypointDeployment(idle)
+	planted.Spec.Template.Labels = map[string]string{"gateway.networking.k8s.io/gateway-name": wp, "gateway.istio.io/managed": "istio.io-mesh-controller"}
 	planted.Spec.Template.Spec.ServiceAccountName = "default"
 	planted.Spec.Template.Spec.Containers = append(planted.Spec.Template.Spec.Containers, corev1.Container{Name: "mine", Image: "mine"})
 	for _, user := range members() {
@@ -102,7 +103,9 @@ func TestWaypointObjectsAreIstiodsAlone(t *testing.T) {
 		c := s.as(t, user)
 		changed := dep.DeepCopy()
 		changed.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "ISTIO_BOOTSTRAP_OVERRIDE", Value: "/etc/mine/envoy.yaml"}}
-		refusedBy(t, c.Update(ctx, changed, client.DryRunAll), "waypoint/objects", "%s: an env var on istiod's waypoint", user)
+		// Its template opts out of the mesh, so the workloads policy refuses a member's update too.
+		opts := []string{"waypoint/objects", "workloads/dataplane-mode-none"}
+		refusedByOneOf(t, c.Update(ctx, changed, client.DryRunAll), opts, "%s: an env var on istiod's waypoint", user)
 		scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: wp, Namespace: active}, Spec: autoscalingv1.ScaleSpec{Replicas: 0}}
 		refusedByRBACOrGuard(t, c.SubResource("scale").Update(ctx, dep.DeepCopy(), client.WithSubResourceBody(scale), client.DryRunAll), "waypoint/objects", "%s: scaling the waypoint", user)
 		refusedBy(t, c.Delete(ctx, dep.DeepCopy(), client.DryRunAll), "waypoint/objects", "%s: deleting the waypoint", user)

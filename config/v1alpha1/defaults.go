@@ -29,6 +29,9 @@ const (
 	// update, a notebook stopped and started again) by far and a waypoint's start by two orders
 	// of magnitude, and is short beside a working day: see docs/ondemand.md.
 	DefaultIdleAfter = 30 * time.Minute
+	// DefaultPolicyWriter is guard.policyWriters' default: the ServiceAccount kubeflow/manifests
+	// runs the profiles controller and kfam as.
+	DefaultPolicyWriter = "kubeflow/profiles-controller-service-account"
 	// DefaultControllerServiceAccount is the ServiceAccount deploy/ runs the controller as.
 	DefaultControllerServiceAccount = "kubeflow/profile-plugins"
 	// DefaultBreakGlassGroup is the group the admission guard never refuses (see Guard).
@@ -108,6 +111,9 @@ func (c *Config) SetDefaults() {
 	g := &c.Guard
 	setIfEmpty(&g.ControllerServiceAccount, DefaultControllerServiceAccount)
 	setIfEmpty(&g.BreakGlassGroup, DefaultBreakGlassGroup)
+	if g.PolicyWriters == nil {
+		g.PolicyWriters = []string{DefaultPolicyWriter}
+	}
 	if g.MeshServiceAccounts == nil {
 		g.MeshServiceAccounts = []string{m.IstiodNamespace + "/istiod"}
 	}

@@ -49,6 +49,24 @@ type Guard struct {
 	// OptOutAllowed are the pods that may opt out of the mesh although their namespace is managed:
 	// each entry names a namespace and the ServiceAccount the pods run as. Default: none.
 	OptOutAllowed []OptOut `json:"optOutAllowed,omitempty"`
+	// PolicyWriters may create and change ALLOW AuthorizationPolicies in the managed namespaces,
+	// besides the controller: kfam, which writes a contributor's policy, and the stock profiles
+	// controller beside the plugins. "namespace/name" each. Default:
+	// [kubeflow/profiles-controller-service-account] (both run as it in kubeflow/manifests).
+	PolicyWriters []string `json:"policyWriters,omitempty"`
+	// MeshConfigAllowed are the objects of Istio's mesh configuration the guard lets into the
+	// managed namespaces although they could widen what a namespace admits or skip its waypoint
+	// (EnvoyFilters, WasmPlugins, ProxyConfigs, Sidecars, PeerAuthentications, ServiceEntries,
+	// WorkloadEntries, WorkloadGroups, Gateways other than the waypoint, ALLOW policies of other
+	// writers), each by kind and name. Default: none.
+	MeshConfigAllowed []MeshObject `json:"meshConfigAllowed,omitempty"`
+}
+
+// MeshObject names an object of Istio's or the Gateway API's by kind (EnvoyFilter, Gateway, ...)
+// and name, in every managed namespace.
+type MeshObject struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
 }
 
 // OptOut names pods that may opt out of the mesh: those running as ServiceAccount in Namespace.

@@ -468,11 +468,29 @@ func (g *Guard) validate(path *field.Path) field.ErrorList {
 	for i, sa := range g.MeshServiceAccounts {
 		errs = append(errs, validServiceAccount(path.Child("meshServiceAccounts").Index(i), sa)...)
 	}
+	for i, sa := range g.PolicyWriters {
+		errs = append(errs, validServiceAccount(path.Child("policyWriters").Index(i), sa)...)
+	}
+	for i, o := range g.MeshConfigAllowed {
+		p := path.Child("meshConfigAllowed").Index(i)
+		if !slices.Contains(MeshConfigKinds(), o.Kind) {
+			errs = append(errs, field.NotSupported(p.Child("kind"), o.Kind, MeshConfigKinds()))
+		}
+		for _, m := range validation.IsDNS1123Subdomain(o.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), o.Name, m))
+		}
+	}
 	for i, o := range g.OptOutAllowed {
 		p := path.Child("optOutAllowed").Index(i)
 		errs = append(errs, validServiceAccount(p, o.Namespace+"/"+o.ServiceAccount)...)
 	}
 	return errs
+}
+
+// MeshConfigKinds are the kinds guard.meshConfigAllowed may name: what the guard refuses in the
+// managed namespaces unless allowed.
+func MeshConfigKinds() []string {
+	return []string{"AuthorizationPolicy", "EnvoyFilter", "Gateway", "PeerAuthentication", "ProxyConfig", "ServiceEntry", "Sidecar", "WasmPlugin", "WorkloadEntry", "WorkloadGroup"}
 }
 
 // validServiceAccount checks a "namespace/name" ServiceAccount reference.

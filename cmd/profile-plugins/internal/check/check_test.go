@@ -54,14 +54,14 @@ func TestCheckReportsTheClusterFindings(t *testing.T) {
 		// One for each policy of the admission guard.
 		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
 		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
-		"GuardMissing: guard", "GuardMissing: guard",
+		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
 	}, kinds(report))
 
 	code, text, stderr := check(t, "--kubeconfig", kubeconfig)
 	assert.Equal(t, cli.ExitAttention, code)
 	assert.Empty(t, stderr)
 	assert.Equal(t, report.String()+"\n", text, "the text is the same report")
-	assert.True(t, strings.HasPrefix(text, "platform check: 14 finding(s)\n  CallerNamespaceMissing: pipelines-ui (namespace kubeflow"), text)
+	assert.True(t, strings.HasPrefix(text, "platform check: 16 finding(s)\n  CallerNamespaceMissing: pipelines-ui (namespace kubeflow"), text)
 
 	code, ym, _ := check(t, "-kubeconfig", kubeconfig, "-o", "yaml")
 	assert.Equal(t, cli.ExitAttention, code)

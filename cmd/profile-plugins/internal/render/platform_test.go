@@ -39,7 +39,7 @@ func TestRenderChecksTheGivenCluster(t *testing.T) {
 		// nor any policy of the admission guard
 		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
 		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
-		"GuardMissing: guard", "GuardMissing: guard",
+		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
 	}, platform, "an empty cluster: %s", stderr.String())
 
 	fixture.Platform(t, env.Client, config.Default())

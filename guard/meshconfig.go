@@ -1,0 +1,84 @@
+package guard
+
+import (
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+)
+
+// MeshConfigPolicy refuses, in the managed namespaces, the mesh configuration that could widen
+// what a namespace admits or let traffic skip its waypoint without touching the plugins' objects,
+// unless the admin allows the object by kind and name (guard.meshConfigAllowed). Kubeflow's roles
+// grant no write on Istio's or the Gateway API's objects (kubeflow-istio-edit leaves them
+// commented out); this is for the admin who granted more, and for a controller that writes them.
+const MeshConfigPolicy = "profile-plugins-guard-mesh-config"
+
+// meshConfig is the mesh-config policy.
+func (b builder) meshConfig() policySpec {
+	ops := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}
+	s := b.spec(MeshConfigPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
+		rule("networking.istio.io", "*", []string{"envoyfilters", "sidecars", "serviceentries", "workloadentries", "workloadgroups", "proxyconfigs"}, ops...),
+		rule("extensions.istio.io", "*", []string{"wasmplugins"}, ops...),
+		rule("security.istio.io", "*", []string{"peerauthentications", "authorizationpolicies"}, ops...),
+		rule("gateway.networking.k8s.io", "*", []string{"gateways"}, ops...),
+	}, admissionv1.Variable{Name: "allowed", Expression: string(b.meshConfigAllowed())})
+	what := "request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name"
+	kindIn := func(kinds ...string) expr { return in("request.kind.kind", kinds...) }
+	for _, c := range []Check{
+		{ID: "proxy-configuration", Asset: AssetWaypointWorkload,
+			Source: "istio pilot/pkg/networking/core/envoyfilter (an EnvoyFilter patches the proxies it selects, waypoints by targetRefs), pilot/pkg/model/wasm.go (a WasmPlugin runs code in them), " +
+				"pilot/pkg/model/proxy_config.go (a ProxyConfig's environmentVariables reach the waypoint's template through deploymentcontroller.go), networking/v1 Sidecar (a sidecar's listeners)",
+			Expression: string(not(kindIn("EnvoyFilter", "WasmPlugin", "ProxyConfig", "Sidecar"))),
+			Message:    "EnvoyFilters, WasmPlugins, ProxyConfigs and Sidecars could rewrite the proxies that enforce this namespace's policies, its waypoint's among them" + ask,
+			MessageExpression: what + " + ': it could change or replace the filters of the proxies that enforce this namespace\\'s policies, the waypoint\\'s among them; " +
+				"an admin may allow it by kind and name in guard.meshConfigAllowed" + ask + "'"},
+		{ID: "peer-authentication", Asset: AssetPodCapture,
+			Source:     "istio security/v1 PeerAuthentication: PERMISSIVE or DISABLE lets plaintext past the proxies of the namespace",
+			Expression: string(not(kindIn("PeerAuthentication"))),
+			Message:    "PeerAuthentications could let plaintext into this namespace past its policies" + ask,
+			MessageExpression: what + " + ': a PeerAuthentication decides whether the namespace\\'s proxies accept plaintext, which carries no identity for its policies; " +
+				"an admin may allow it by kind and name in guard.meshConfigAllowed" + ask + "'"},
+		{ID: "workload-registry", Asset: AssetServiceMembership,
+			Source:     "istio pilot/pkg/serviceregistry/serviceentry (ServiceEntries, WorkloadEntries and WorkloadGroups add workloads and hosts with the identities they name)",
+			Expression: string(not(kindIn("ServiceEntry", "WorkloadEntry", "WorkloadGroup"))),
+			Message:    "ServiceEntries, WorkloadEntries and WorkloadGroups could add workloads to this namespace's Services under any identity" + ask,
+			MessageExpression: what + " + ': it registers hosts or workloads in this namespace, with the identity it names, beside its pods; " +
+				"an admin may allow it by kind and name in guard.meshConfigAllowed" + ask + "'"},
+		{ID: "gateways", Asset: AssetWaypointRouting,
+			Source:     "istio pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go deploys a Gateway's pods in its namespace, where the namespace's policies admit them as its own",
+			Expression: string(anyOf(not(kindIn("Gateway")), eq("object.metadata.name", b.cfg.Mesh.Waypoint.Name))),
+			Message:    "the namespace's only Gateway is its waypoint" + ask,
+			MessageExpression: what + " + ': istiod would deploy this Gateway\\'s pods in the namespace, where its policies admit them as the namespace\\'s own, a way in past the waypoint; " +
+				"an admin may allow it by kind and name in guard.meshConfigAllowed" + ask + "'"},
+		{ID: "allow-policies", Asset: AssetAccess,
+			Passes:     "guard.policyWriters (kfam, the stock profiles controller)",
+			Source:     "istio security/v1 AuthorizationPolicy: an ALLOW policy adds to what the owner's and contributors' policies admit (pilot/pkg/security/authz/builder)",
+			Expression: string(anyOf(not(kindIn("AuthorizationPolicy")), expr("(has(object.spec) && has(object.spec.action) && object.spec.action != 'ALLOW')"), b.policyWriter())),
+			Message:    "only the owner's and contributors' policies admit anyone to this namespace" + ask,
+			MessageExpression: what + " + ': an ALLOW policy admits whoever it names to the namespace, beside the owner and the contributors; " +
+				"add contributors through the dashboard, or an admin may allow it by kind and name in guard.meshConfigAllowed" + ask + "'"},
+	} {
+		c.Expression = string(anyOf("!variables.managed", "variables.allowed", expr(c.Expression)))
+		s.add(c)
+	}
+	return s
+}
+
+// meshConfigAllowed is whether the request's object is one the admin allows by kind and name.
+func (b builder) meshConfigAllowed() expr {
+	var names []string
+	for _, o := range b.cfg.Guard.MeshConfigAllowed {
+		names = append(names, o.Kind+"/"+o.Name)
+	}
+	return expr("(request.kind.kind + '/' + object.metadata.name) in " + string(list(names...)))
+}
+
+// policyWriter is whether the request comes from one of guard.policyWriters.
+func (b builder) policyWriter() expr {
+	var users []string
+	for _, sa := range b.cfg.Guard.PolicyWriters {
+		ns, name, _ := strings.Cut(sa, "/")
+		users = append(users, serviceAccountUser(ns, name))
+	}
+	return in("request.userInfo.username", users...)
+}

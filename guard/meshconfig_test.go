@@ -1,0 +1,65 @@
+package guard_test
+
+// Mesh configuration in a managed namespace (checks mesh-config/*) on the API server: a member
+// given write on Istio's and the Gateway API's objects (Kubeflow's roles grant none) cannot add
+// what would widen the namespace or skip its waypoint; what the admin allows by name, kfam's
+// contributor policies and policies that only narrow stay possible.
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func meshObject(apiVersion, kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}}
+	return u
+}
+
+func TestMeshConfigurationThatCouldWidenANamespaceIsRefused(t *testing.T) {
+	t.Parallel()
+	s := guarded(t)
+	ctx := context.Background()
+	ns := s.namespace(t, "meshconfig")
+	c := s.as(t, widened)
+	targetWaypoint := []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": wp}}
+	for id, objs := range map[string][]*unstructured.Unstructured{
+		"mesh-config/proxy-configuration": {
+			meshObject("networking.istio.io/v1alpha3", "EnvoyFilter", ns, "drop-rbac", map[string]any{"targetRefs": targetWaypoint,
+				"configPatches": []any{map[string]any{"applyTo": "HTTP_FILTER", "patch": map[string]any{"operation": "REMOVE"}}}}),
+			meshObject("extensions.istio.io/v1alpha1", "WasmPlugin", ns, "mine", map[string]any{"targetRefs": targetWaypoint, "url": "oci://example.com/mine"}),
+			meshObject("networking.istio.io/v1beta1", "ProxyConfig", ns, "env", map[string]any{"environmentVariables": map[string]any{"ISTIO_BOOTSTRAP_OVERRIDE": "/tmp/x"}}),
+			meshObject("networking.istio.io/v1", "Sidecar", ns, "sc", map[string]any{"egress": []any{map[string]any{"hosts": []any{"./*"}}}}),
+		},
+		"mesh-config/peer-authentication": {meshObject("security.istio.io/v1", "PeerAuthentication", ns, "plain", map[string]any{"mtls": map[string]any{"mode": "DISABLE"}})},
+		"mesh-config/workload-registry": {
+			meshObject("networking.istio.io/v1", "WorkloadEntry", ns, "as-waypoint", map[string]any{"address": "10.0.0.9", "serviceAccount": wp}),
+			meshObject("networking.istio.io/v1", "WorkloadGroup", ns, "group", map[string]any{"template": map[string]any{"serviceAccount": wp}}),
+			meshObject("networking.istio.io/v1", "ServiceEntry", ns, "entry", map[string]any{"hosts": []any{"x.example.com"}, "resolution": "STATIC",
+				"ports": []any{map[string]any{"number": int64(80), "name": "http", "protocol": "HTTP"}}}),
+		},
+		"mesh-config/gateways": {meshObject("gateway.networking.k8s.io/v1", "Gateway", ns, "side-door", map[string]any{"gatewayClassName": "istio",
+			"listeners": []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP"}}})},
+		"mesh-config/allow-policies": {meshObject("security.istio.io/v1", "AuthorizationPolicy", ns, "let-bob-in", map[string]any{"targetRefs": targetWaypoint,
+			"rules": []any{map[string]any{"when": []any{map[string]any{"key": "request.headers[kubeflow-userid]", "values": []any{"bob@example.com"}}}}}})},
+	} {
+		for _, o := range objs {
+			refusedBy(t, c.Create(ctx, o.DeepCopy(), client.DryRunAll), id, "%s %s", o.GetKind(), o.GetName())
+		}
+	}
+	// What the admin allows by name, what only narrows, and kfam's contributor policies pass.
+	allowed := meshObject("networking.istio.io/v1alpha3", "EnvoyFilter", ns, "allowed-by-the-admin", map[string]any{"targetRefs": targetWaypoint})
+	require.NoError(t, c.Create(ctx, allowed, client.DryRunAll), "an EnvoyFilter guard.meshConfigAllowed names")
+	deny := meshObject("security.istio.io/v1", "AuthorizationPolicy", ns, "deny-bob", map[string]any{"action": "DENY", "targetRefs": targetWaypoint,
+		"rules": []any{map[string]any{"when": []any{map[string]any{"key": "request.headers[kubeflow-userid]", "values": []any{"bob@example.com"}}}}}})
+	require.NoError(t, c.Create(ctx, deny, client.DryRunAll), "a DENY policy only narrows")
+	contributor := meshObject("security.istio.io/v1beta1", "AuthorizationPolicy", ns, "user-bob-example-com-clusterrole-edit", map[string]any{
+		"rules": []any{map[string]any{"when": []any{map[string]any{"key": "request.headers[kubeflow-userid]", "values": []any{"bob@example.com"}}}}}})
+	require.NoError(t, s.as(t, kfam).Create(ctx, contributor, client.DryRunAll), "kfam writes a contributor's policy")
+	refusedBy(t, c.Create(ctx, meshObject("gateway.networking.k8s.io/v1", "Gateway", ns, wp, map[string]any{"gatewayClassName": "istio-waypoint",
+		"listeners": []any{map[string]any{"name": "mesh", "port": int64(15008), "protocol": "HBONE"}}}), client.DryRunAll), "managed-objects/reserved-names", "the waypoint Gateway is the plugins'")
+}
