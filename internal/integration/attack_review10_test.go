@@ -78,18 +78,20 @@ func TestReview10PodDefaultsMayNotSelectTheWaypointsPods(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond, "the Kubeflow policy takes effect")
 
 	// The waypoint's pod as istiod's template and the webhook leave it, created by the ReplicaSet
-	// controller: admitted, since the guard trusts its creator; nothing else judges what the
-	// PodDefault added to it.
+	// controller: admitted, since the waypoint's pods opt out of the mesh and the pod check leaves
+	// them to the waypoint policy, which admits the ReplicaSet controller; nothing judges what the
+	// PodDefault added to it, which is why the PodDefault itself is refused.
 	waypointPod := podWith(nil)
 	waypointPod.Name, waypointPod.Namespace = wp+"-7c9d8-abcde", ns
 	waypointPod.Labels = map[string]string{"gateway.networking.k8s.io/gateway-name": wp, "istio.io/dataplane-mode": "none",
 		"sidecar.istio.io/inject": "false", "service.istio.io/canonical-name": wp, "pod-template-hash": "7c9d8"}
+	waypointPod.Spec.ServiceAccountName = wp
 	waypointPod.Spec.Containers[0].Name = "istio-proxy"
 	waypointPod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "ISTIO_BOOTSTRAP_OVERRIDE", Value: "/etc/member/bootstrap.yaml"}}
 	waypointPod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "member-bootstrap", MountPath: "/etc/member"}}
 	waypointPod.Spec.Volumes = []corev1.Volume{{Name: "member-bootstrap", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "member-bootstrap"}}}}}
-	assert.NoError(t, rsController.Create(ctx, waypointPod, client.DryRunAll), "the waypoint's pod from the ReplicaSet controller is refused")
+	assert.NoError(t, rsController.Create(ctx, waypointPod, client.DryRunAll), "the waypoint's pod from the ReplicaSet controller is admitted, the PodDefault's env and volume with it")
 
 	for name, selector := range map[string]map[string]any{
 		"the waypoint's gateway-name label":        {"matchLabels": map[string]any{"gateway.networking.k8s.io/gateway-name": wp}},

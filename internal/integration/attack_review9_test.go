@@ -206,8 +206,9 @@ func TestReview9PodDefaultsCopyOptOutsOntoPodsTheGuardTrusts(t *testing.T) {
 		err := member.Create(ctx, optedOut.DeepCopy(), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), guard.PodsPolicy)
 	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect and refuses the member's own opted-out pod")
-	require.NoError(t, rsController.Create(ctx, optedOut.DeepCopy(), client.DryRunAll),
-		"the same pod from the ReplicaSet controller is admitted: the guard trusts it and judged the template instead")
+	// The guard judges the pod whoever creates it, after the PodDefault webhook (R9-2 stays refused
+	// without the PodDefault check).
+	refusedWhoeverCreatesIt(t, rsController, member, optedOut)
 	require.Eventually(t, func() bool {
 		err := member.Create(ctx, podDefault(ns, "probe", map[string]any{"labels": map[string]any{"istio.io/dataplane-mode": "none"}}), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), guard.KubeflowPolicy)

@@ -251,7 +251,9 @@ func TestTheGuardsOptOutExceptionsOnTheAPIServer(t *testing.T) {
 	}
 	require.Eventually(t, func() bool {
 		err := tenant.Create(ctx, waypointDeployment(), client.DryRunAll)
-		return err != nil && strings.Contains(err.Error(), "istio.io/dataplane-mode=none")
+		// The workloads policy (its template opts out) or the waypoint policy (istiod's name and
+		// labels), whichever the API server reports first.
+		return err != nil && (strings.Contains(err.Error(), "istio.io/dataplane-mode=none") || strings.Contains(err.Error(), "[waypoint/"))
 	}, 30*time.Second, 200*time.Millisecond, "the ambient guard takes effect and refuses the tenant's copy")
 	require.NoError(t, istiod.Create(ctx, waypointDeployment(), client.DryRunAll), "istiod makes the waypoint Deployment")
 }
