@@ -24,6 +24,7 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/authz"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 )
 
 // kfamManager is the field manager of the imitation below.
@@ -227,4 +228,41 @@ func (h *harness) waitForNoPolicy(ns, user string) {
 		err := h.env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &istiosecurityv1.AuthorizationPolicy{})
 		return apierrors.IsNotFound(err)
 	}, 60*time.Second, 100*time.Millisecond, "%s's policy is deleted", user)
+}
+
+// kfam adds and removes contributors with the guard installed, in the no-fork install as shipped
+// (the beside-kubeflow overlay's PluginConfig and guard): its POST of a contributor's policy is
+// admitted (kfam's ServiceAccount is one of guard.policyWriters), and so is its DELETE of the
+// policy once the authz plugin adopted it (a contributor's policy only grants, so deleting it
+// never opens the namespace). Before the guard let that DELETE through, every removal answered the
+// dashboard with the guard's refusal.
+func TestKfamAddsAndRemovesContributorsWithTheGuardInstalled(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	cfg := pluginConfig(t, kustomize(t, besideDir))
+	fixture.InstallGuard(t, env.Client, cfg)
+	const ns = "kfam-guarded"
+	ctx := startManager(t, env.Config, ctrl.Options{}, cfg, nil)
+	h := &harness{t: t, env: env}
+	createProfile(t, env.Client, ns, "owner@example.com")
+	require.Eventually(t, func() bool {
+		n := &corev1.Namespace{}
+		return env.Client.Get(ctx, client.ObjectKey{Name: ns}, n) == nil && n.Labels["istio.io/dataplane-mode"] == "ambient"
+	}, 30*time.Second, 50*time.Millisecond)
+
+	const kfamUser = "system:serviceaccount:kubeflow:profiles-controller-service-account"
+	fixture.ClusterAdmin(t, env.Client, "kfam", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "profiles-controller-service-account", Namespace: "kubeflow"})
+	kfam := kfamImitation{c: fixture.As(t, env.Base, envtest.NewScheme(), kfamUser, "system:serviceaccounts", "system:serviceaccounts:kubeflow"), ns: ns}
+	users := []string{"ann@example.com", "ben@example.com", "cy@example.com"}
+	for _, u := range users {
+		require.NoError(t, kfam.add(ctx, u, authz.RoleEdit), "kfam adds %s: the dashboard gets 200", u)
+	}
+	for _, u := range users {
+		h.waitForContributor(ns, u)
+	}
+	for _, u := range users {
+		require.NoError(t, kfam.remove(ctx, u, authz.RoleEdit), "kfam removes %s: the dashboard gets 200", u)
+		h.waitForNoPolicy(ns, u)
+	}
+	require.NoError(t, kfam.add(ctx, users[0], authz.RoleEdit), "kfam adds a removed contributor again")
+	h.waitForContributor(ns, users[0])
 }
