@@ -204,8 +204,8 @@ func hasKey(m, field, key, value string) string {
 }
 
 // chk is a check of the registry, its policy and ID prefix set when a spec adds it.
-func chk(id string, asset Asset, expr, message, messageExpr string) Check {
-	return Check{ID: id, Asset: asset, Expression: expr, Message: message, MessageExpression: messageExpr}
+func chk(id string, asset Asset, source, expr, message, messageExpr string) Check {
+	return Check{ID: id, Asset: asset, Source: source, Expression: expr, Message: message, MessageExpression: messageExpr}
 }
 
 // authzPluginName is the authz plugin's value of plugin.PluginLabel.
@@ -354,22 +354,22 @@ func (b builder) podChecks(m, old, s, what string) []Check {
 			fresh += " || (request.operation == 'UPDATE' && " + hasKey(old, "annotations", status, "") + ")"
 		}
 		out = append(out,
-			chk("dataplane-mode-none", AssetPodCapture, exempt+" || !"+hasKey(m, "labels", label.IoIstioDataplaneMode.Name, "none"),
+			chk("dataplane-mode-none", AssetPodCapture, "istio cni/pkg/util/podutil.go: istio.io/dataplane-mode=none takes a pod out of ztunnel's capture", exempt+" || !"+hasKey(m, "labels", label.IoIstioDataplaneMode.Name, "none"),
 				"pods of this namespace may not opt out of the ambient mesh (istio.io/dataplane-mode=none)"+ask,
 				what+" + ': istio.io/dataplane-mode=none takes the pod out of the ambient mesh, where no policy of the namespace protects it; remove the label"+ask+"'"),
-			chk("reroute-interfaces", AssetPodCapture, exempt+" || !("+hasKey(m, "annotations", annotation.IoIstioRerouteVirtualInterfaces.Name, "")+" || "+
+			chk("reroute-interfaces", AssetPodCapture, "istio tools/istio-iptables: rerouted and kubevirt interfaces send what arrives on them out as the pod's own traffic", exempt+" || !("+hasKey(m, "annotations", annotation.IoIstioRerouteVirtualInterfaces.Name, "")+" || "+
 				hasKey(m, "annotations", annotation.SidecarTrafficKubevirtInterfaces.Name, "")+")",
 				"pods of this namespace may not reroute an interface past ztunnel's inbound capture"+ask,
 				what+" + ': the annotations "+annotation.IoIstioRerouteVirtualInterfaces.Name+" and "+annotation.SidecarTrafficKubevirtInterfaces.Name+
 					" send what arrives on an interface out as the pod\\'s own traffic, past the namespace\\'s policies; remove them"+ask+"'"),
-			chk("bypass-inbound-capture", AssetPodCapture, exempt+" || !"+hasKey(m, "annotations", annotation.AmbientBypassInboundCapture.Name, ""),
+			chk("bypass-inbound-capture", AssetPodCapture, "istio cni/pkg/iptables: ambient.istio.io/bypass-inbound-capture skips the inbound redirect", exempt+" || !"+hasKey(m, "annotations", annotation.AmbientBypassInboundCapture.Name, ""),
 				"pods of this namespace may not bypass ztunnel's inbound capture ("+annotation.AmbientBypassInboundCapture.Name+")"+ask,
 				what+" + ': the annotation "+annotation.AmbientBypassInboundCapture.Name+" lets every caller reach the pod past ztunnel and the namespace\\'s policies; remove it"+ask+"'"),
-			chk("sidecar-status-only-from-injector", AssetPodCapture, exempt+" || "+fresh,
+			chk("sidecar-status-only-from-injector", AssetPodCapture, "istio cni/pkg/util/podutil.go podHasSidecar: a pod with sidecar.istio.io/status is left to its sidecar", exempt+" || "+fresh,
 				"only Istio's injector sets sidecar.istio.io/status, and it injects nothing in this namespace"+ask,
 				what+" + ': the annotation "+status+" makes Istio leave the pod to a sidecar, and no sidecar is injected in this ambient namespace, "+
 					"so the pod would run outside the mesh; remove it"+ask+"'"),
-			chk("sidecar-status-without-proxy", AssetPodCapture, exempt+" || !"+hasKey(m, "annotations", status, "")+" || "+s+".containers.exists(c, c.name == "+quote(waypoint.SidecarContainer)+")",
+			chk("sidecar-status-without-proxy", AssetPodCapture, "istio cni/pkg/util/podutil.go podHasSidecar", exempt+" || !"+hasKey(m, "annotations", status, "")+" || "+s+".containers.exists(c, c.name == "+quote(waypoint.SidecarContainer)+")",
 				"pods of this namespace may not carry sidecar.istio.io/status without an istio-proxy container"+ask,
 				what+" + ': the annotation "+status+" without an "+waypoint.SidecarContainer+" container makes Istio skip the pod, "+
 					"which then runs outside the mesh; remove it"+ask+"'"))
@@ -394,10 +394,10 @@ func (b builder) podChecks(m, old, s, what string) []Check {
 			hasKey(m, "annotations", annotation.IoIstioRerouteVirtualInterfaces.Name, ""),
 			hasKey(m, "annotations", statusPort, ""), quote(statusPort))
 		out = append(out,
-			chk("inject-not-true", AssetPodCapture, exempt+" || !("+notTrue("labels")+" || "+notTrue("annotations")+")",
+			chk("inject-not-true", AssetPodCapture, "istio pkg/kube/inject/webhook.go injectRequired; cni/pkg/plugin/plugin.go doAddRun reads the switch with strconv.ParseBool", exempt+" || !("+notTrue("labels")+" || "+notTrue("annotations")+")",
 				"pods of this namespace may not opt out of sidecar injection (sidecar.istio.io/inject other than true)"+ask,
 				what+" + ': sidecar.istio.io/inject other than \\'true\\' runs the pod without a sidecar, or without its redirect, outside the mesh and every policy of the namespace; remove it"+ask+"'"),
-			chk("inbound-capture", AssetPodCapture, exempt+" || !("+bypass+")",
+			chk("inbound-capture", AssetPodCapture, "istio pkg/kube/inject/template.go excludeInboundPort; tools/istio-iptables (the inbound port, interception and interface annotations)", exempt+" || !("+bypass+")",
 				"pods of this namespace may not take inbound traffic out of the sidecar's capture"+ask,
 				what+" + ': "+include+" other than *, "+exclude+" beyond the status port, "+statusPort+" other than 15020, "+mode+"=NONE, or an excluded or rerouted interface "+
 					"lets callers reach the pod past its sidecar and the namespace\\'s policies; remove it"+ask+"'"))
@@ -425,7 +425,7 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []Check 
 		"(has(c.args) && size(c.args) >= 2 && c.args[0] == 'proxy' && c.args[1] != 'sidecar')))", all, proxy, truthy)
 	templates, proxyConfig := annotation.InjectTemplates.Name, annotation.ProxyConfig.Name
 	out := []Check{
-		chk("proxy-runs-sidecar", AssetPodCapture, exempt+" || !"+noProxy,
+		chk("proxy-runs-sidecar", AssetPodCapture, "istio cni/pkg/plugin/plugin.go doAddRun, sidecar_redirect.go NewRedirect (DISABLE_ENVOY, ISTIO_DUAL_STACK, the proxy type)", exempt+" || !"+noProxy,
 			"the istio-proxy container of a pod in this namespace must run the sidecar proxy"+ask,
 			what+" + ': an istio-proxy container (or init container) with DISABLE_ENVOY set true or a proxy type other than sidecar makes istio-cni skip the pod\\'s redirect, "+
 				"and ISTIO_DUAL_STACK other than true skips its IPv6 redirect, so callers reach it past the namespace\\'s policies; remove them"+ask+"'"),
@@ -433,17 +433,17 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []Check 
 		// environment of istio-proxy, DISABLE_ENVOY among it; interceptionMode NONE drops the
 		// redirect), in YAML no CEL expression can read reliably; and a template other than
 		// "sidecar" injects another proxy (grpc-agent runs none).
-		chk("proxy-config", AssetPodCapture, exempt+" || !"+hasKey(m, "annotations", proxyConfig, ""),
+		chk("proxy-config", AssetPodCapture, "istio pkg/kube/inject: proxy.istio.io/config sets any field of the sidecar's proxy config", exempt+" || !"+hasKey(m, "annotations", proxyConfig, ""),
 			"pods of this namespace may not reshape their sidecar with "+proxyConfig+ask,
 			what+" + ': the annotation "+proxyConfig+" can switch off the sidecar\\'s capture or its proxy; remove it"+ask+"'"),
-		chk("inject-templates", AssetPodCapture, exempt+" || !"+hasKey(m, "annotations", templates, "")+" || "+m+".annotations["+quote(templates)+"] == 'sidecar'",
+		chk("inject-templates", AssetPodCapture, "istio pkg/kube/inject/webhook.go: inject.istio.io/templates chooses what is injected", exempt+" || !"+hasKey(m, "annotations", templates, "")+" || "+m+".annotations["+quote(templates)+"] == 'sidecar'",
 			"pods of this namespace may be injected only with Istio's sidecar template"+ask,
 			what+" + ': "+templates+"=' + "+m+".annotations["+quote(templates)+"] + ' injects something other than the sidecar, which may run no proxy; remove it"+ask+"'"),
 	}
 	if *b.cfg.Mesh.IstioCNI || old == "" {
 		// With istio-cni the injector adds istio-validation, never istio-init; without it, it adds
 		// its own istio-init, after templates are judged, and merges a template's over it.
-		out = append(out, chk("istio-init", AssetPodCapture, exempt+" || !"+all+".exists(c, c.name == 'istio-init')",
+		out = append(out, chk("istio-init", AssetPodCapture, "istio cni/pkg/plugin/plugin.go doAddRun skips a pod with an istio-init container", exempt+" || !"+all+".exists(c, c.name == 'istio-init')",
 			"a container named istio-init is Istio's to add"+ask,
 			what+" + ': istio-cni skips the redirect of a pod with a container named istio-init, and Istio\\'s injector merges one over its own, "+
 				"so callers would reach the pod past the namespace\\'s policies; rename it"+ask+"'"))
@@ -455,7 +455,7 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []Check 
 		// DISABLE_ENVOY or another proxy type on the pods of a template where the checks above
 		// never see them. On a pod the guard sees the merged result, so only templates are refused.
 		overrides := annotation.ProxyOverrides.Name
-		out = append(out, chk("proxy-overrides", AssetPodCapture, exempt+" || !"+hasKey(m, "annotations", overrides, ""),
+		out = append(out, chk("proxy-overrides", AssetPodCapture, "istio pkg/kube/inject/webhook.go reapplyOverwrittenContainers", exempt+" || !"+hasKey(m, "annotations", overrides, ""),
 			"pod templates of this namespace may not carry "+overrides+ask,
 			what+" + ': Istio\\'s injector merges the containers of "+overrides+" over the sidecar it injects, so it could switch the proxy or its redirect off; "+
 				"set what you need on the template\\'s own "+waypoint.SidecarContainer+" container instead"+ask+"'"))
@@ -464,7 +464,7 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []Check 
 		// istio-cni reads the pod when its sandbox is set up, not as created (plugin.go doAddRun
 		// gets it from the API server), so the status annotation may not be removed either: a
 		// pod held by a scheduling gate could lose it before it starts.
-		out = append(out, chk("keeps-sidecar-status", AssetPodCapture, exempt+" || request.operation != 'UPDATE' || !"+hasKey(old, "annotations", status, "")+" || "+hasKey(m, "annotations", status, ""),
+		out = append(out, chk("keeps-sidecar-status", AssetPodCapture, "istio cni/pkg/plugin/plugin.go doAddRun reads the pod from the API server when its sandbox is set up", exempt+" || request.operation != 'UPDATE' || !"+hasKey(old, "annotations", status, "")+" || "+hasKey(m, "annotations", status, ""),
 			"pods of this namespace keep sidecar.istio.io/status"+ask,
 			what+" + ': without "+status+" istio-cni sets up no redirect for the pod, so callers would reach it past the namespace\\'s policies; keep the annotation"+ask+"'"))
 	}
@@ -473,7 +473,7 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []Check 
 		// the status annotation the injector always writes, it was not injected, and istio-cni
 		// programs no redirect for it (cni/pkg/plugin/plugin.go doAddRun skips a pod without
 		// sidecar.istio.io/status), whatever its own istio-proxy container runs.
-		out = append(out, chk("injected", AssetPodCapture, exempt+" || request.operation != 'CREATE' || ("+all+".exists(c, c.name == "+proxy+") && "+hasKey(m, "annotations", status, "")+")",
+		out = append(out, chk("injected", AssetPodCapture, "istio cni/pkg/plugin/plugin.go doAddRun skips a pod without sidecar.istio.io/status", exempt+" || request.operation != 'CREATE' || ("+all+".exists(c, c.name == "+proxy+") && "+hasKey(m, "annotations", status, "")+")",
 			"pods of this namespace run with Istio's sidecar"+ask,
 			what+" + ': the pod has no "+waypoint.SidecarContainer+" container or no "+status+", so it was not injected and istio-cni would leave it "+
 				"outside the mesh and every policy of the namespace; create it where injection is on, without switching it off"+ask+"'"))
@@ -487,11 +487,11 @@ func (b builder) waypointChecks(m, what string) []Check {
 	wp := b.cfg.Mesh.Waypoint.Name
 	use, useNS := label.IoIstioUseWaypoint.Name, label.IoIstioUseWaypointNamespace.Name
 	return append([]Check{
-		chk("use-waypoint", AssetWaypointRouting, "!variables.managed || !"+hasKey(m, "labels", use, "")+" || "+m+".labels["+quote(use)+"] == "+quote(wp),
+		chk("use-waypoint", AssetWaypointRouting, "istio pilot/pkg/serviceregistry/ambient/waypoints.go (istio.io/use-waypoint)", "!variables.managed || !"+hasKey(m, "labels", use, "")+" || "+m+".labels["+quote(use)+"] == "+quote(wp),
 			"istio.io/use-waypoint may name only this namespace's waypoint "+wp+ask,
 			what+" + ': istio.io/use-waypoint=' + "+m+".labels["+quote(use)+"] + ' sends traffic past this namespace\\'s waypoint "+wp+
 				", which enforces the owner\\'s policy; remove the label"+ask+"'"),
-		chk("use-waypoint-namespace", AssetWaypointRouting, "!variables.managed || !"+hasKey(m, "labels", useNS, "")+" || "+m+".labels["+quote(useNS)+"] == request.namespace",
+		chk("use-waypoint-namespace", AssetWaypointRouting, "istio pilot/pkg/serviceregistry/ambient/waypoints.go (istio.io/use-waypoint-namespace)", "!variables.managed || !"+hasKey(m, "labels", useNS, "")+" || "+m+".labels["+quote(useNS)+"] == request.namespace",
 			"istio.io/use-waypoint-namespace may name only this namespace"+ask,
 			what+" + ': istio.io/use-waypoint-namespace=' + "+m+".labels["+quote(useNS)+"] + ' sends traffic to another namespace\\'s waypoint; remove the label"+ask+"'"),
 	}, b.canaryChecks(m, what)...)
@@ -510,10 +510,10 @@ const (
 func (b builder) canaryChecks(m, what string) []Check {
 	canary, canaryNS := quote(useWaypointCanary), quote(useWaypointCanaryNamespace)
 	return []Check{
-		chk("use-waypoint-canary", AssetWaypointRouting, "!variables.managed || !"+hasKey(m, "labels", useWaypointCanary, "")+" || "+m+".labels["+canary+"] in ['', 'none', "+quote(b.cfg.Mesh.Waypoint.Name)+"]",
+		chk("use-waypoint-canary", AssetWaypointRouting, "istio 1.32 pilot/pkg/serviceregistry/ambient/waypoints.go getUseWaypointCanary", "!variables.managed || !"+hasKey(m, "labels", useWaypointCanary, "")+" || "+m+".labels["+canary+"] in ['', 'none', "+quote(b.cfg.Mesh.Waypoint.Name)+"]",
 			useWaypointCanary+" may name only this namespace's waypoint "+b.cfg.Mesh.Waypoint.Name+ask,
 			what+" + ': "+useWaypointCanary+"=' + "+m+".labels["+canary+"] + ' sends a share of the traffic past this namespace\\'s waypoint; remove the label"+ask+"'"),
-		chk("use-waypoint-canary-namespace", AssetWaypointRouting, "!variables.managed || !"+hasKey(m, "labels", useWaypointCanaryNamespace, "")+" || "+m+".labels["+canaryNS+"] == request.namespace",
+		chk("use-waypoint-canary-namespace", AssetWaypointRouting, "istio 1.32 pilot/pkg/serviceregistry/ambient/waypoints.go getUseWaypointCanary", "!variables.managed || !"+hasKey(m, "labels", useWaypointCanaryNamespace, "")+" || "+m+".labels["+canaryNS+"] == request.namespace",
 			useWaypointCanaryNamespace+" may name only this namespace"+ask,
 			what+" + ': "+useWaypointCanaryNamespace+"=' + "+m+".labels["+canaryNS+"] + ' sends a share of the traffic to another namespace\\'s waypoint; remove the label"+ask+"'"),
 	}
@@ -588,7 +588,7 @@ func (b builder) bindings() policySpec {
 	s := b.spec(BindingsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("", "v1", []string{"pods/binding", "bindings"}, admissionv1.Create),
 	})
-	s.add(chk("istio-metadata", AssetPodCapture, "!variables.managed || !("+istio("labels")+" || "+istio("annotations")+")",
+	s.add(chk("istio-metadata", AssetPodCapture, "kubernetes pkg/registry/core/pod/storage/storage.go: a Binding's labels and annotations are copied onto the pod", "!variables.managed || !("+istio("labels")+" || "+istio("annotations")+")",
 		"a Binding may not carry Istio's labels or annotations: they would be copied onto the pod"+ask,
 		"'Binding ' + request.namespace + '/' + object.metadata.name + ': its Istio labels or annotations would be copied onto the pod, "+
 			"which could take it out of the mesh or past the waypoint; bind without them'"+" + '"+ask+"'"))
@@ -653,7 +653,7 @@ func sparkCheck() Check {
 	}
 	spec := "(request.resource.resource == 'sparkapplications' && has(object.spec) && " + istioContainer("object.spec") + ")"
 	template := "(request.resource.resource == 'scheduledsparkapplications' && has(object.spec) && has(object.spec.template) && " + istioContainer("object.spec.template") + ")"
-	return chk("spark-istio-containers", AssetPodCapture,
+	return chk("spark-istio-containers", AssetPodCapture, "kubeflow/spark-operator internal/webhook/sparkpod_defaulter.go addInitContainers, addSidecarContainers",
 		"!(request.resource.resource in ['sparkapplications', 'scheduledsparkapplications']) || !variables.managed || !("+spec+" || "+template+")",
 		"a SparkApplication may not give its driver or executor a container named as Istio's: the Spark operator's webhook copies them onto pods no policy judges"+ask,
 		"request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name + ': the Spark operator\\'s webhook appends the driver\\'s and executor\\'s initContainers and sidecars "+
@@ -679,7 +679,7 @@ func katibCheck() Check {
 	}
 	istio := "(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))"
 	collector := "(has(object.spec) && (" + named("metricsCollectorSpec") + " || " + named("metricsCollector") + "))"
-	return chk("katib-istio", AssetPodCapture,
+	return chk("katib-istio", AssetPodCapture, "kubeflow/katib pkg/webhook/v1beta1/pod/inject_webhook.go Mutate, utils.go mutatePodMetadata",
 		"!(request.resource.resource in ['experiments', 'trials']) || !variables.managed || !("+istio+" || "+collector+")",
 		"a Katib Experiment or Trial may not carry Istio's labels or a custom collector named as Istio's containers: Katib copies them onto pods no policy judges"+ask,
 		"request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name + ': Katib\\'s webhook copies the labels of a Trial (and of its Experiment) and its custom metrics collector onto the pods of the trial, "+
@@ -724,7 +724,7 @@ func (b builder) podDefaultSelectorCheck() Check {
 		"(e.operator in ['In', 'Exists'] && !%[2]s) || "+
 		"(e.key == %[3]s && (e.operator == 'DoesNotExist' || (e.operator == 'NotIn' && has(e.values) && %[4]s in e.values) || (e.operator == 'In' && (!has(e.values) || !(%[4]s in e.values))))))))",
 		sel, theirs("string(e.key)"), quote(gatewayName), wp)
-	return chk("poddefault-selects-waypoint", AssetWaypointWorkload,
+	return chk("poddefault-selects-waypoint", AssetWaypointWorkload, "kubeflow components/admission-webhook/main.go filterPodDefaults; istio pkg/envoy/proxy.go, pkg/bootstrap/instance.go (ISTIO_BOOTSTRAP_OVERRIDE)",
 		"request.resource.resource != 'poddefaults' || !variables.managed || (has(object.spec) && has("+sel+") && ("+labels+" || "+expr+"))",
 		"a PodDefault must select by a label the waypoint's pods do not carry"+ask,
 		"'PodDefault ' + request.namespace + '/' + object.metadata.name + ': Kubeflow\\'s webhook applies it to every pod its selector matches, "+
@@ -744,7 +744,7 @@ func (b builder) podDefaultSelectorCheck() Check {
 func (b builder) notebookCheck() Check {
 	const key = "notebooks.kubeflow.org/http-headers-request-set"
 	headers := "object.metadata.annotations[" + quote(key) + "]"
-	return chk("notebook-user-id-header", AssetUserIdentity,
+	return chk("notebook-user-id-header", AssetUserIdentity, "kubeflow/notebooks notebook-controller generateVirtualServices; istio pilot/pkg/networking/core/route/route.go translateAppendHeaders",
 		"request.resource.resource != 'notebooks' || !variables.managed || !"+hasKey("object.metadata", "annotations", key, "")+" || !("+
 			headers+".lowerAscii().contains("+quote(strings.ToLower(b.cfg.Authorization.UserIDHeader))+") || "+headers+".contains('\\\\u'))",
 		"a Notebook may not set the header "+b.cfg.Authorization.UserIDHeader+" on the requests routed to it"+ask,
@@ -771,7 +771,7 @@ func podDefaultCheck() Check {
 			field, istioContainerNames())
 	}
 	disable := "(has(object.spec.env) && object.spec.env.exists(e, has(e.name) && e.name in " + proxySwitchNames() + "))"
-	return chk("poddefault-istio", AssetPodCapture,
+	return chk("poddefault-istio", AssetPodCapture, "kubeflow components/admission-webhook/main.go applyPodDefaultsOnPod",
 		"request.resource.resource != 'poddefaults' || !variables.managed || !has(object.spec) || !("+
 			strings.Join([]string{istio("labels"), istio("annotations"), disable, named("initContainers"), named("sidecars")}, " || ")+")",
 		"a PodDefault may not carry Istio's labels, annotations, DISABLE_ENVOY, ISTIO_DUAL_STACK or containers: they would be copied onto pods no policy judges"+ask,
@@ -824,7 +824,7 @@ func (b builder) withEndpointChecks(p *policySpec) {
 		addresses("addresses") + " && " + addresses("notReadyAddresses") + ")"
 	sliceOK := "request.resource.resource != 'endpointslices' || !has(object.endpoints) || object.endpoints.all(a, " + ok + ")"
 	what := "request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name"
-	p.add(chk("endpoint-foreign-pods", AssetServiceMembership, "!variables.managed || (("+endpoints+") && ("+sliceOK+"))",
+	p.add(chk("endpoint-foreign-pods", AssetServiceMembership, "istio pilot/pkg/serviceregistry/ambient/workloads.go matchingServicesWithoutSelectors, endpointSliceAddressIndex", "!variables.managed || (("+endpoints+") && ("+sliceOK+"))",
 		"an endpoint address of this namespace may name only this namespace's pods"+ask,
 		what+" + ': an address whose targetRef names a pod of another namespace makes Istio count that pod as a member of this namespace\\'s Service, "+
 			"and can make it admit this namespace\\'s waypoint; name only this namespace\\'s pods, or none"+ask+"'"))
