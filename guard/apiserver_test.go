@@ -40,17 +40,22 @@ const (
 	rsCtl   = "system:serviceaccount:kube-system:replicaset-controller"
 	kubelet = "system:node:node-1"
 	kfam    = "system:serviceaccount:kubeflow:profiles-controller-service-account"
+	// nsWriter may update namespaces, which none of Kubeflow's roles grants.
+	nsWriter = "nina@example.com"
 )
 
 // widenedRules are what a careless admin might grant a member beyond kubeflow-edit: the guard
 // must refuse them the waypoint all the same.
 var widenedRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token", "pods/ephemeralcontainers", "pods/status", "endpoints"}, Verbs: []string{"*"}},
+	{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token", "pods/ephemeralcontainers", "pods/status", "pods/binding", "endpoints"}, Verbs: []string{"*"}},
 	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"*"}},
 	{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"*"}},
 	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"*"}},
 	{APIGroups: []string{"apps"}, Resources: []string{"deployments/scale"}, Verbs: []string{"*"}},
 	{APIGroups: []string{"networking.istio.io", "extensions.istio.io", "security.istio.io", "gateway.networking.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+	// What the component roles aggregated into kubeflow-edit grant (PodDefaults, Notebooks,
+	// Katib, Spark); testdata/kubeflow-roles holds only the core roles.
+	{APIGroups: []string{"kubeflow.org", "sparkoperator.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"*"}},
 }
 
 // server is the package's API server with the guard in force.
@@ -82,6 +87,11 @@ func guarded(t *testing.T) *server {
 		require.NoError(t, env.Client.Create(ctx, r))
 	}
 	require.NoError(t, env.Client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "widened"}, Rules: widenedRules}))
+	require.NoError(t, env.Client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "namespace-writer"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "update", "patch"}}}}))
+	require.NoError(t, env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "guard-test-namespace-writer"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "namespace-writer"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: nsWriter}}}))
 	for i, s := range []rbacv1.Subject{
 		{Kind: rbacv1.UserKind, Name: istiod}, {Kind: rbacv1.UserKind, Name: kcm}, {Kind: rbacv1.UserKind, Name: rsCtl}, {Kind: rbacv1.UserKind, Name: kfam},
 		{Kind: rbacv1.GroupKind, Name: "system:nodes"},
