@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	profileplugins "github.com/kubeflow-ambient/profile-plugins"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
@@ -62,9 +64,11 @@ func TestTrimEndpointSliceKeepsWhatTheDecisionReads(t *testing.T) {
 	assert.Equal(t, full.Namespace, got.Namespace)
 	assert.Equal(t, full.UID, got.UID)
 	assert.Equal(t, full.ResourceVersion, got.ResourceVersion)
-	assert.Equal(t, full.Labels, got.Labels, "the Service's labels decide mesh.waypoint.ignoredServices")
+	assert.Equal(t, map[string]string{discoveryv1.LabelServiceName: "svc-7", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}, got.Labels,
+		"the EndpointSlice controller's own labels stay, the Service's go")
 	assert.True(t, plugin.Serving(got))
-	assert.Len(t, got.Endpoints, 1, "one endpoint says it serves")
+	assert.Equal(t, []discoveryv1.Endpoint{{TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: full.Namespace}}}, got.Endpoints,
+		"one endpoint, a pod of the namespace, says it serves")
 	assert.Empty(t, got.Annotations)
 	assert.Empty(t, got.ManagedFields)
 	assert.Empty(t, got.Ports)
@@ -76,6 +80,10 @@ func TestTrimEndpointSliceKeepsWhatTheDecisionReads(t *testing.T) {
 	gone := trimSlice(t, endpointSlice(8, 3, true))
 	assert.False(t, plugin.Serving(gone), "only terminating endpoints: it serves nothing")
 	assert.Empty(t, gone.Endpoints)
+
+	mirrored := endpointSlice(9, 3, false)
+	mirrored.Labels[discoveryv1.LabelManagedBy] = "endpointslicemirroring-controller.k8s.io"
+	assert.Empty(t, trimSlice(t, mirrored).Endpoints, "a mirrored slice serves nothing the namespace runs")
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
 	other, err := runner.TrimEndpointSlice(cm)
@@ -149,15 +157,24 @@ func TestTrimEndpointSliceKeepsNoTenantLabel(t *testing.T) {
 		got.Labels)
 }
 
-// The figure of BENCHMARKS.md: how many bytes the cache keeps per MiB of labels a member puts on
-// Services (each slice carries 900 KB of them, as in the attack review), measured on the heap the
-// trimmed slices hold.
-func BenchmarkEndpointSliceCacheGrowthPerTenantLabelMiB(b *testing.B) {
-	const slices, size = 20, 900 << 10
-	var perSlice float64
-	for b.Loop() {
-		perSlice = heapOf(slices, func(i int) any { return trimSlice(b, withTenantLabels(i, size)) })
+// Given the plugins, the cache keeps the labels they read as well: the keys that
+// mesh.waypoint.ignoredServices selects on, whatever their operator, and still none other.
+func TestCacheByObjectKeepsTheLabelsThePluginsRead(t *testing.T) {
+	cfg := fixture.Config(t, "mesh: {waypoint: {provision: onDemand, ignoredServices: {matchLabels: {always-on: \"true\"}, "+
+		"matchExpressions: [{key: tier, operator: NotIn, values: [user]}]}}}\n")
+	ps, err := profileplugins.New(cfg)
+	require.NoError(t, err)
+	var transform func(any) (any, error)
+	for obj, by := range runner.CacheByObject(ps...) {
+		if _, ok := obj.(*discoveryv1.EndpointSlice); ok {
+			transform = by.Transform
+		}
 	}
-	b.ReportMetric(perSlice, "cached-B/slice")
-	b.ReportMetric(perSlice/(float64(size)/(1<<20)), "cached-B/label-MiB")
+	require.NotNil(t, transform)
+	es := withTenantLabels(3, 16<<10)
+	es.Labels["always-on"], es.Labels["tier"] = "true", "platform"
+	out, err := transform(es)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{discoveryv1.LabelServiceName: "svc-3", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io",
+		"always-on": "true", "tier": "platform"}, out.(*discoveryv1.EndpointSlice).Labels)
 }
