@@ -118,8 +118,8 @@ type Observed struct {
 	Held map[string]string
 	// EndpointSlices are the namespace's EndpointSlices (discovery.k8s.io/v1), listed only when a
 	// plugin is an EndpointObserver that asks for them, and possibly trimmed (see
-	// runner.TrimEndpointSlice): of each only its name, the labels of discoveryv1.LabelManagedBy and
-	// of the observers' EndpointSliceLabels, and whether it is [Serving] are certain. nil otherwise.
+	// runner.EndpointSliceTransform): of each only its name, its labels discoveryv1.LabelManagedBy
+	// and the observers' EndpointSliceLabels, and whether it is [Serving] are certain. nil otherwise.
 	EndpointSlices []discoveryv1.EndpointSlice
 	// Now is when the runner observed, the one clock a plugin may read: decisions that depend on
 	// time (how long a namespace has been idle) take it from here, so that Generate stays a

@@ -230,7 +230,7 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler, onDemand bool) error {
 	}
 	if onDemand {
 		// provision onDemand: a Service endpoint appearing or going (re)decides its namespace's
-		// waypoint. The cache holds the slices trimmed (runner.TrimEndpointSlice), and an update
+		// waypoint. The cache holds the slices trimmed (runner.EndpointSliceTransform), and an update
 		// reconciles only when it changes what the decision reads.
 		b = b.Watches(&discoveryv1.EndpointSlice{}, kubeflow.EnqueueProfileOfNamespace(), builder.WithPredicates(servingChanged))
 	}
@@ -353,7 +353,8 @@ func hasContributorAnnotations(o client.Object) bool {
 }
 
 // servingChanged lets through every EndpointSlice created or deleted, and an update only when it
-// changes whether the slice serves (plugin.Serving) or its labels (which decide whether it counts):
+// changes whether the slice serves (plugin.Serving) or its labels (the cache keeps only those that
+// decide whether it counts):
 // a pod's readiness flipping does not reconcile its Profile.
 var servingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	o, ok1 := e.ObjectOld.(*discoveryv1.EndpointSlice)
