@@ -14,7 +14,8 @@
 //
 //	utilruntime.Must(profileplugins.AddToScheme(scheme))
 //	cfg, err := profileplugins.LoadConfig(path) // "": the documented defaults
-//	cacheOptions := profileplugins.CacheOptions()
+//	plugins, err := profileplugins.New(cfg)
+//	cacheOptions := profileplugins.CacheOptions(plugins...) // EndpointSlices keep the labels these read
 //	mgr, err := ctrl.NewManager(profileplugins.WithWarnings(restConfig), ctrl.Options{Scheme: scheme, Cache: cacheOptions})
 //	runner, err := profileplugins.NewRunner(mgr.GetClient(), cfg, profileplugins.WithManager(mgr, cacheOptions))
 //	mesh := &profileplugins.Integration{Runner: runner}

@@ -36,7 +36,9 @@ var (
 	// WithManager makes the Runner read through a manager's cache, and past it for what the cache
 	// options select; see [runner.WithManager].
 	WithManager = runner.WithManager
-	// CacheOptions are the manager cache options the plugins need; see [runner.CacheOptions].
+	// CacheOptions are the manager cache options the given plugins ([New]'s for the same Config)
+	// need; see [runner.CacheOptions]. Given none, NewRunner refuses them with
+	// mesh.waypoint.ignoredServices, whose label keys the EndpointSlice cache must keep.
 	CacheOptions = runner.CacheOptions
 	// CacheByObject is CacheOptions' ByObject, for a manager that sets other cache options too;
 	// see [runner.CacheByObject].

@@ -9,7 +9,8 @@
 // namespace handed over by its owner annotation. cmd/profile-plugins-controller is built the same
 // way. The README's "Wire it into the profiles controller" shows the complete patch, and a test of
 // this module compiles that text against a stand-in of the controller. Its manager caches only the
-// ConfigMaps the plugins made and no Pods:
+// ConfigMaps the plugins made and no Pods (given the plugins, EndpointSlices keep only the labels
+// they read; see runner.CacheByObject):
 //
 //	cacheOptions := profileplugins.CacheOptions()
 //	mgr, err := ctrl.NewManager(profileplugins.WithWarnings(ctrl.GetConfigOrDie()), ctrl.Options{

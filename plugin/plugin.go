@@ -118,8 +118,8 @@ type Observed struct {
 	Held map[string]string
 	// EndpointSlices are the namespace's EndpointSlices (discovery.k8s.io/v1), listed only when a
 	// plugin is an EndpointObserver that asks for them, and possibly trimmed (see
-	// runner.TrimEndpointSlice): of each only its name, labels and whether it has an endpoint that
-	// is not terminating are certain. nil otherwise.
+	// runner.EndpointSliceTransform): of each only its name, its labels discoveryv1.LabelManagedBy
+	// and the observers' EndpointSliceLabels, and whether it is [Serving] are certain. nil otherwise.
 	EndpointSlices []discoveryv1.EndpointSlice
 	// Now is when the runner observed, the one clock a plugin may read: decisions that depend on
 	// time (how long a namespace has been idle) take it from here, so that Generate stays a
@@ -132,6 +132,11 @@ type Observed struct {
 // EndpointSlices, through its Reader, only when NeedsEndpointSlices is true.
 type EndpointObserver interface {
 	NeedsEndpointSlices() bool
+	// EndpointSliceLabels are the label keys of an EndpointSlice the plugin reads. A cache that
+	// trims EndpointSlices (runner.CacheByObject given the plugin) keeps these and
+	// discoveryv1.LabelManagedBy ([Serving] reads it), and drops every other label: the EndpointSlice
+	// controller copies a Service's labels onto its slices, and whoever writes the Service chooses them.
+	EndpointSliceLabels() []string
 }
 
 // Lookup returns the observed object of type T named name, if there is one.
@@ -210,17 +215,4 @@ type Ref struct {
 // String formats a Ref as Kind.group/name (Kind/name for the core group).
 func (r Ref) String() string {
 	return r.GroupKind.String() + "/" + r.Name
-}
-
-// Serving says whether the slice has an endpoint that is not terminating, ready or not yet ready:
-// a pod that starts counts (so that its waypoint starts with it), one on its way out does not. An
-// endpoint whose terminating condition is unset is not terminating (the API's own reading, see
-// discoveryv1.EndpointConditions).
-func Serving(es *discoveryv1.EndpointSlice) bool {
-	for _, e := range es.Endpoints {
-		if e.Conditions.Terminating == nil || !*e.Conditions.Terminating {
-			return true
-		}
-	}
-	return false
 }

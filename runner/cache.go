@@ -1,9 +1,12 @@
 package runner
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
+	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -42,6 +45,12 @@ import (
 // managedFields. Gateways could be selected as well, but a ByObject entry makes the
 // manager fail to start where the Gateway API CRDs are not installed, and a namespace holds few.
 //
+// EndpointSlices are cached as [EndpointSliceTransform] keeps them, with the label keys the given
+// plugins read (plugin.EndpointObserver's EndpointSliceLabels; the waypoint plugin's include the
+// keys of mesh.waypoint.ignoredServices): pass the plugins the Runner runs (profileplugins.New's).
+// Given none, it keeps the labels [TrimEndpointSlice] keeps, and [New] refuses a Runner whose
+// plugins read a label that the options' transform drops.
+//
 // A ByObject entry applies to every cached read of that type in the manager: a controller that
 // reads other ConfigMaps, or their data, through its cached client must read them with its
 // APIReader instead. controller-runtime keys ByObject by group, version and kind, so the
@@ -50,10 +59,10 @@ import (
 // passes typed ones unchanged, so a fork that reads and updates its own bindings through the
 // cache still sees them whole. Add no second RoleBinding entry (&rbacv1.RoleBinding{} is the
 // same key): only one of them would count.
-func CacheByObject() map[client.Object]cache.ByObject {
+func CacheByObject(plugins ...plugin.Plugin) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}:          {Label: ManagedSelector(), Transform: TrimConfigMap},
-		&discoveryv1.EndpointSlice{}: {Transform: TrimEndpointSlice},
+		&discoveryv1.EndpointSlice{}: {Transform: EndpointSliceTransform(endpointSliceLabelKeys(plugins)...)},
 		roleBindingMetadata():        {Transform: TrimRoleBindingMetadata},
 	}
 }
@@ -117,30 +126,81 @@ func controllerRef(obj metav1.Object) []metav1.OwnerReference {
 		UID: types.UID(cut(string(ref.UID))), Controller: &controller}}
 }
 
-// TrimEndpointSlice is the cache transform of [CacheByObject] for EndpointSlices, which the
-// waypoint plugin reads with mesh.waypoint.provision onDemand (plugin.EndpointObserver): it keeps
-// of each its name, namespace, UID, resourceVersion, labels (the Service's, which Kubernetes copies
-// onto its slices, and kubernetes.io/service-name: what mesh.waypoint.ignoredServices and the
-// waypoint's own slice are told by), addressType, and of its endpoints one, emptied, when any is
-// not terminating: whether the slice serves anything is all the decision needs. Addresses, ports,
-// topology, annotations and managedFields go, so that a slice of a thousand pods costs the
-// controller what one of a single pod does. Anything else passes unchanged; applied again to its
-// result, it changes nothing. An informer for EndpointSlices starts only when a runner lists them,
-// so an install without onDemand caches none.
+// TrimEndpointSlice is the cache transform of [CacheByObject] for EndpointSlices when given no
+// plugin: [EndpointSliceTransform] with no keys of its own.
 func TrimEndpointSlice(obj any) (any, error) {
+	return trimEndpointSlice(obj, nil)
+}
+
+// keptEndpointSliceLabels are the labels of an EndpointSlice that EndpointSliceTransform keeps
+// whatever the plugins: the two the EndpointSlice controller writes itself, whose Service the slice
+// is and who wrote it (plugin.Serving reads that), and the Gateway's name, which istiod puts on a
+// waypoint's Service and the waypoint plugin tells its own slices by. So the waypoint plugin reads
+// no other label unless mesh.waypoint.ignoredServices selects on one.
+var keptEndpointSliceLabels = []string{discoveryv1.LabelServiceName, discoveryv1.LabelManagedBy, label.IoK8sNetworkingGatewayGatewayName.Name}
+
+// EndpointSliceTransform is the cache transform of [CacheByObject] for EndpointSlices, which the
+// waypoint plugin reads with mesh.waypoint.provision onDemand (plugin.EndpointObserver): it keeps
+// of each its name, namespace, UID, resourceVersion, creation and deletion times, addressType; of
+// its labels only discoveryv1.LabelServiceName, discoveryv1.LabelManagedBy,
+// gateway.networking.k8s.io/gateway-name and those of keys (what the plugins read); and of its
+// endpoints one, emptied but for a targetRef of kind Pod in the slice's namespace, when
+// plugin.Serving says the slice serves. That is all the decision needs. Every other label goes:
+// the EndpointSlice controller copies a Service's labels onto its slices, a namespace member writes
+// those, and the controller caches every slice of the cluster, so hundreds of KB of them per
+// Service would grow it. So do addresses, ports, topology, annotations and managedFields, so that a
+// slice of a thousand pods costs the controller what one of a single pod does. Anything else
+// passes unchanged; applied again to its result, it changes nothing. An informer for EndpointSlices
+// starts only when a runner lists them, so an install without onDemand caches none.
+func EndpointSliceTransform(keys ...string) func(any) (any, error) {
+	keep := slices.Clone(keys)
+	return func(obj any) (any, error) { return trimEndpointSlice(obj, keep) }
+}
+
+// trimEndpointSlice is EndpointSliceTransform(keys...) applied to obj.
+func trimEndpointSlice(obj any, keys []string) (any, error) {
 	es, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
 		return obj, nil
 	}
 	md := &es.ObjectMeta
 	kept := &discoveryv1.EndpointSlice{TypeMeta: es.TypeMeta, AddressType: es.AddressType, ObjectMeta: metav1.ObjectMeta{
-		Name: md.Name, Namespace: md.Namespace, UID: md.UID, ResourceVersion: md.ResourceVersion, Labels: md.Labels,
+		Name: md.Name, Namespace: md.Namespace, UID: md.UID, ResourceVersion: md.ResourceVersion,
 		CreationTimestamp: md.CreationTimestamp, DeletionTimestamp: md.DeletionTimestamp,
+		Labels: endpointSliceLabels(md.Labels, keys),
 	}}
 	if plugin.Serving(es) {
-		kept.Endpoints = []discoveryv1.Endpoint{{}}
+		kept.Endpoints = []discoveryv1.Endpoint{{TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: md.Namespace}}}
 	}
 	return kept, nil
+}
+
+// endpointSliceLabels is labels' values of the keys keptEndpointSliceLabels and keys, or nil when
+// it has none of them.
+func endpointSliceLabels(labels map[string]string, keys []string) map[string]string {
+	var kept map[string]string
+	for _, k := range slices.Concat(keptEndpointSliceLabels, keys) {
+		if v, ok := labels[k]; ok {
+			if kept == nil {
+				kept = make(map[string]string, 2)
+			}
+			kept[k] = v
+		}
+	}
+	return kept
+}
+
+// endpointSliceLabelKeys is every label key of an EndpointSlice that the plugins which read
+// EndpointSlices read (plugin.EndpointObserver), sorted and without duplicates.
+func endpointSliceLabelKeys(plugins []plugin.Plugin) []string {
+	var keys []string
+	for _, p := range plugins {
+		if eo, ok := p.(plugin.EndpointObserver); ok && eo.NeedsEndpointSlices() {
+			keys = append(keys, eo.EndpointSliceLabels()...)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // maxKept bounds each string TrimConfigMap keeps of a controller reference. The API server sets no
@@ -178,10 +238,10 @@ func cut(s string) string {
 	return s
 }
 
-// CacheOptions are the manager cache options the plugins need, for ctrl.Options.Cache:
-// ByObject is [CacheByObject]. Pass the same value to [WithManager].
-func CacheOptions() cache.Options {
-	return cache.Options{ByObject: CacheByObject()}
+// CacheOptions are the manager cache options the given plugins need, for ctrl.Options.Cache:
+// ByObject is [CacheByObject] of the same plugins. Pass the same value to [WithManager].
+func CacheOptions(plugins ...plugin.Plugin) cache.Options {
+	return cache.Options{ByObject: CacheByObject(plugins...)}
 }
 
 // Option configures a Runner when [New] builds it.
@@ -199,7 +259,44 @@ func WithManager(mgr manager.Manager, opts cache.Options) Option {
 		r.APIReader = mgr.GetAPIReader()
 		r.FullyCached = fullyCached(r, opts)
 		r.Trimmed = trimmed(r, opts)
+		if err := keepsEndpointSliceLabels(r, opts); err != nil {
+			r.optionErr = errors.Join(r.optionErr, err)
+		}
 	}
+}
+
+// keepsEndpointSliceLabels says, as an error, which EndpointSlice label a plugin of r reads that
+// the transform of a cache built from opts drops: the plugin would decide on a slice without it
+// (a Service of mesh.waypoint.ignoredServices counted as activity, or one that a NotIn selector
+// should count not counted). It tries the transform on a slice carrying every such label.
+func keepsEndpointSliceLabels(r *Runner, opts cache.Options) error {
+	keys := endpointSliceLabelKeys(r.Plugins)
+	transform := opts.DefaultTransform
+	for obj, by := range opts.ByObject {
+		if _, ok := obj.(*discoveryv1.EndpointSlice); ok && by.Transform != nil {
+			transform = by.Transform
+		}
+	}
+	if transform == nil || len(keys) == 0 {
+		return nil
+	}
+	probe := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{}}}
+	for _, k := range keys {
+		probe.Labels[k] = "probe"
+	}
+	out, err := transform(probe)
+	if err != nil {
+		return fmt.Errorf("cache options: the EndpointSlice transform: %w", err)
+	}
+	kept, _ := out.(*discoveryv1.EndpointSlice)
+	for _, k := range keys {
+		if kept == nil || kept.Labels[k] != "probe" {
+			return fmt.Errorf("cache options: the EndpointSlice transform drops label %q, which the plugins read "+
+				"(mesh.waypoint.ignoredServices selects on it, or the waypoint tells its own Service by it): "+
+				"build the options with CacheOptions or CacheByObject given the plugins", k)
+		}
+	}
+	return nil
 }
 
 // trimmed is the kinds of r's plugins whose objects a cache built from opts transforms: those with

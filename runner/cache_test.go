@@ -23,6 +23,7 @@ import (
 	plugins "github.com/kubeflow-ambient/profile-plugins"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
@@ -204,4 +205,38 @@ func TestTrimRoleBindingMetadataKeepsOnlyWhatTheAccessPluginReads(t *testing.T) 
 	out, err = runner.TrimRoleBindingMetadata(other)
 	require.NoError(t, err)
 	assert.Same(t, other, out)
+}
+
+// Cache options whose EndpointSlice transform drops a label the plugins read would make the
+// waypoint decide on slices without it: a Runner is refused such options, and given the options of
+// its own plugins. Without mesh.waypoint.ignoredServices the plugins' options of no plugin do.
+func TestWithManagerRefusesACacheThatDropsAnEndpointSliceLabelThePluginsRead(t *testing.T) {
+	env := envtest.Start(t)
+	ignoring := fixture.Config(t, "mesh: {waypoint: {provision: onDemand, ignoredServices: {matchLabels: {always-on: \"true\"}}}}\n")
+	ps, err := plugins.New(ignoring)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name    string
+		cfg     *config.Config
+		opts    cache.Options
+		refused bool
+	}{
+		{"ignoredServices, the options of no plugin", ignoring, plugins.CacheOptions(), true},
+		{"ignoredServices, the options of its plugins", ignoring, plugins.CacheOptions(ps...), false},
+		{"onDemand alone, the options of no plugin", fixture.Config(t, "mesh: {waypoint: {provision: onDemand}}\n"), plugins.CacheOptions(), false},
+		{"no transform", ignoring, cache.Options{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mgr, err := ctrl.NewManager(env.Base, ctrl.Options{Scheme: runner.NewScheme(),
+				Cache: tc.opts, Metrics: metricsserver.Options{BindAddress: "0"}})
+			require.NoError(t, err)
+			_, err = plugins.NewRunner(mgr.GetClient(), tc.cfg, plugins.WithManager(mgr, tc.opts))
+			if !tc.refused {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), `drops label "always-on"`)
+		})
+	}
 }

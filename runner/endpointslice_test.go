@@ -3,6 +3,7 @@ package runner_test
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	profileplugins "github.com/kubeflow-ambient/profile-plugins"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
@@ -61,9 +64,11 @@ func TestTrimEndpointSliceKeepsWhatTheDecisionReads(t *testing.T) {
 	assert.Equal(t, full.Namespace, got.Namespace)
 	assert.Equal(t, full.UID, got.UID)
 	assert.Equal(t, full.ResourceVersion, got.ResourceVersion)
-	assert.Equal(t, full.Labels, got.Labels, "the Service's labels decide mesh.waypoint.ignoredServices")
+	assert.Equal(t, map[string]string{discoveryv1.LabelServiceName: "svc-7", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}, got.Labels,
+		"the EndpointSlice controller's own labels stay, the Service's go")
 	assert.True(t, plugin.Serving(got))
-	assert.Len(t, got.Endpoints, 1, "one endpoint says it serves")
+	assert.Equal(t, []discoveryv1.Endpoint{{TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: full.Namespace}}}, got.Endpoints,
+		"one endpoint, a pod of the namespace, says it serves")
 	assert.Empty(t, got.Annotations)
 	assert.Empty(t, got.ManagedFields)
 	assert.Empty(t, got.Ports)
@@ -75,6 +80,10 @@ func TestTrimEndpointSliceKeepsWhatTheDecisionReads(t *testing.T) {
 	gone := trimSlice(t, endpointSlice(8, 3, true))
 	assert.False(t, plugin.Serving(gone), "only terminating endpoints: it serves nothing")
 	assert.Empty(t, gone.Endpoints)
+
+	mirrored := endpointSlice(9, 3, false)
+	mirrored.Labels[discoveryv1.LabelManagedBy] = "endpointslicemirroring-controller.k8s.io"
+	assert.Empty(t, trimSlice(t, mirrored).Endpoints, "a mirrored slice serves nothing the namespace runs")
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
 	other, err := runner.TrimEndpointSlice(cm)
@@ -113,4 +122,59 @@ func TestTrimmedEndpointSlicesCostTheCacheLittle(t *testing.T) {
 	assert.Less(t, trim10, 1.2*trim1, "trimmed, the number of endpoints costs nothing")
 	assert.Less(t, trim1, full1/2, "trimmed, a one-pod slice costs less than half its full form")
 	assert.Less(t, trim10, full10/5, "trimmed, a ten-pod slice costs less than a fifth of its full form")
+}
+
+// tenantLabels are about size bytes of labels a member puts on a Service, which the EndpointSlice
+// controller copies onto its slices: valid keys (a 200-byte prefix) and 63-byte values, each
+// string allocated apart, as decoding a watch event allocates them.
+func tenantLabels(size int) map[string]string {
+	prefix := strings.Repeat("p", 190) + ".example.com/"
+	value := strings.Repeat("v", 63)
+	out := map[string]string{}
+	for n, i := 0, 0; n < size; i++ {
+		k := fmt.Sprintf("%spad-%05d", prefix, i)
+		out[strings.Clone(k)] = strings.Clone(value)
+		n += len(k) + len(value)
+	}
+	return out
+}
+
+// withTenantLabels is endpointSlice(i, 1, false) with size bytes of the Service's labels added.
+func withTenantLabels(i, size int) *discoveryv1.EndpointSlice {
+	es := endpointSlice(i, 1, false)
+	for k, v := range tenantLabels(size) {
+		es.Labels[k] = v
+	}
+	return es
+}
+
+// A member's Service labels, copied onto its EndpointSlices, do not reach the cache: of the
+// labels only the two the EndpointSlice controller writes itself stay.
+func TestTrimEndpointSliceKeepsNoTenantLabel(t *testing.T) {
+	got := trimSlice(t, withTenantLabels(1, 64<<10))
+	require.Equal(t, 2, len(got.Labels), "labels kept")
+	assert.Equal(t, map[string]string{discoveryv1.LabelServiceName: "svc-1", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"},
+		got.Labels)
+}
+
+// Given the plugins, the cache keeps the labels they read as well: the keys that
+// mesh.waypoint.ignoredServices selects on, whatever their operator, and still none other.
+func TestCacheByObjectKeepsTheLabelsThePluginsRead(t *testing.T) {
+	cfg := fixture.Config(t, "mesh: {waypoint: {provision: onDemand, ignoredServices: {matchLabels: {always-on: \"true\"}, "+
+		"matchExpressions: [{key: tier, operator: NotIn, values: [user]}]}}}\n")
+	ps, err := profileplugins.New(cfg)
+	require.NoError(t, err)
+	var transform func(any) (any, error)
+	for obj, by := range runner.CacheByObject(ps...) {
+		if _, ok := obj.(*discoveryv1.EndpointSlice); ok {
+			transform = by.Transform
+		}
+	}
+	require.NotNil(t, transform)
+	es := withTenantLabels(3, 16<<10)
+	es.Labels["always-on"], es.Labels["tier"] = "true", "platform"
+	out, err := transform(es)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{discoveryv1.LabelServiceName: "svc-3", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io",
+		"always-on": "true", "tier": "platform"}, out.(*discoveryv1.EndpointSlice).Labels)
 }

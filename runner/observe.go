@@ -123,7 +123,7 @@ func wantsEndpointSlices(plugins []plugin.Plugin) bool {
 }
 
 // listEndpointSlices lists the namespace's EndpointSlices through the Reader: a manager's cache
-// holds them trimmed (CacheByObject, TrimEndpointSlice), so a reconcile reads none from the API
+// holds them trimmed (CacheByObject, EndpointSliceTransform), so a reconcile reads none from the API
 // server, and what the plugins see of each is what the transform kept.
 func (r *Runner) listEndpointSlices(ctx context.Context, name string) ([]discoveryv1.EndpointSlice, error) {
 	list := &discoveryv1.EndpointSliceList{}

@@ -77,6 +77,9 @@ type Runner struct {
 	// Namespaces decides which namespaces are the Profile's to write into; the zero value is
 	// the default rule and refuses ownership.AlwaysReserved.
 	Namespaces ownership.Policy
+
+	// optionErr is what an Option found wrong, which New returns.
+	optionErr error
 }
 
 // NewRunner checks the plugins' names and returns a Runner that reads and writes through c.
@@ -85,7 +88,8 @@ func NewRunner(c client.Client, plugins ...plugin.Plugin) (*Runner, error) {
 }
 
 // New checks the plugins' names and returns a Runner that reads and writes through c, configured
-// by opts in order.
+// by opts in order. It returns the error of an option that cannot hold for these plugins, such as
+// [WithManager] with cache options that drop an EndpointSlice label a plugin reads.
 func New(c client.Client, plugins []plugin.Plugin, opts ...Option) (*Runner, error) {
 	seen := map[string]bool{}
 	for i, p := range plugins {
@@ -101,6 +105,9 @@ func New(c client.Client, plugins []plugin.Plugin, opts ...Option) (*Runner, err
 	r := &Runner{Client: c, Plugins: plugins}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.optionErr != nil {
+		return nil, r.optionErr
 	}
 	return r, nil
 }

@@ -30,8 +30,9 @@
 // turned off, the ConfigMap goes only after the Gateway stopped referencing it.
 //
 // With mesh.waypoint.provision onDemand (a [plugin.EndpointObserver]) the Gateway exists only while
-// the namespace has a Service endpoint that is not terminating (the waypoint's own and
-// mesh.waypoint.ignoredServices' do not count), and for mesh.waypoint.idleAfter after the last one
+// the namespace has a Service endpoint that a pod of the namespace backs and that is not
+// terminating (plugin.Serving: only the EndpointSlice controller's slices count; the waypoint's own
+// and mesh.waypoint.ignoredServices' do not), and for mesh.waypoint.idleAfter after the last one
 // went, recorded in [IdleSinceLabel] so that restarts keep the window; then the routing labels come
 // off in one call and the Gateway is deleted in a later one. The policies and enrolment stay. The
 // Result's notes say [Idle] ..., its waiting messages [Starting] ..., and it asks for a requeue at

@@ -2,6 +2,7 @@ package waypoint
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -32,6 +33,20 @@ const (
 // NeedsEndpointSlices implements plugin.EndpointObserver: with provision onDemand the waypoint
 // exists only while the namespace serves something.
 func (p *Plugin) NeedsEndpointSlices() bool { return p.cfg.Mesh.OnDemand() }
+
+// EndpointSliceLabels implements plugin.EndpointObserver: serving reads the Service's name, the
+// Gateway's name and the keys mesh.waypoint.ignoredServices selects on, so a cache that trims
+// EndpointSlices keeps these and no other label of the Service's.
+func (p *Plugin) EndpointSliceLabels() []string {
+	keys := []string{discoveryv1.LabelServiceName, label.IoK8sNetworkingGatewayGatewayName.Name}
+	reqs, _ := p.cfg.Mesh.Waypoint.IgnoredServicesSelector().Requirements()
+	for _, r := range reqs {
+		if !slices.Contains(keys, r.Key()) {
+			keys = append(keys, r.Key())
+		}
+	}
+	return keys
+}
 
 // demand is what provisioning on demand allows in one call.
 type demand struct {
@@ -97,15 +112,17 @@ func (p *Plugin) demand(t plugin.Target, gwName string) demand {
 	return d
 }
 
-// serving says whether an EndpointSlice of the namespace counts as activity: it has an endpoint
-// that is not terminating (plugin.Serving), and it is neither the waypoint's own (istiod names the
-// Service of an istio-waypoint Gateway like the Gateway and labels it with the Gateway's name,
-// istio/istio pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go; Kubernetes copies
-// Service labels onto the slices) nor one of mesh.waypoint.ignoredServices.
-func (p *Plugin) serving(slices []discoveryv1.EndpointSlice, gwName string) bool {
+// serving says whether an EndpointSlice of the namespace counts as activity: the EndpointSlice
+// controller made it and it has an endpoint, a pod of the namespace, that is not terminating
+// (plugin.Serving), and it is neither the waypoint's own (istiod names the Service of an
+// istio-waypoint Gateway like the Gateway and labels it with the Gateway's name, istio/istio
+// pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go; Kubernetes copies Service labels
+// onto the slices) nor one of mesh.waypoint.ignoredServices. It reads no label but those of
+// EndpointSliceLabels and discoveryv1.LabelManagedBy.
+func (p *Plugin) serving(list []discoveryv1.EndpointSlice, gwName string) bool {
 	ignored := p.cfg.Mesh.Waypoint.IgnoredServicesSelector()
-	for i := range slices {
-		es := &slices[i]
+	for i := range list {
+		es := &list[i]
 		switch {
 		case es.DeletionTimestamp != nil, !plugin.Serving(es):
 		case es.Labels[discoveryv1.LabelServiceName] == gwName, es.Labels[label.IoK8sNetworkingGatewayGatewayName.Name] == gwName:

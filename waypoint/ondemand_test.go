@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -25,15 +26,57 @@ func onDemandConfig(t *testing.T) *config.Config {
 	return fixture.Config(t, "mesh: {waypoint: {provision: onDemand, idleAfter: 30m, ignoredServices: {matchLabels: {always-on: \"true\"}}}}\n")
 }
 
-// slice is an EndpointSlice of Service svc with one endpoint, terminating or not, and labels.
+// slice is an EndpointSlice of Service svc as the EndpointSlice controller writes it, with one
+// endpoint, a pod of the namespace, terminating or not, and labels (the Service's).
 func slice(svc string, terminating bool, labels map[string]string) discoveryv1.EndpointSlice {
-	l := map[string]string{discoveryv1.LabelServiceName: svc}
+	l := map[string]string{discoveryv1.LabelServiceName: svc, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}
 	for k, v := range labels {
 		l[k] = v
 	}
 	return discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc + "-abcde", Namespace: ns, Labels: l},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Terminating: ptr.To(terminating)}}}}
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Terminating: ptr.To(terminating)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: svc + "-0", UID: "pod-uid"}}}}
+}
+
+// Only an endpoint the EndpointSlice controller made from a pod of the namespace counts: a slice
+// the mirroring controller copied from hand-written Endpoints (of a Service without a selector),
+// whatever pod its targetRef names, or any slice another writer made, keeps no waypoint.
+func TestOnlyThePodsOfTheNamespaceBehindAServiceCountAsActivity(t *testing.T) {
+	cfg := onDemandConfig(t)
+	mirrored := slice("external", false, nil)
+	mirrored.Labels[discoveryv1.LabelManagedBy] = "endpointslicemirroring-controller.k8s.io"
+	unlabelled := slice("handmade", false, nil)
+	delete(unlabelled.Labels, discoveryv1.LabelManagedBy)
+	noRef := slice("vm", false, nil)
+	noRef.Endpoints[0].TargetRef = nil
+	node := slice("node", false, nil)
+	node.Endpoints[0].TargetRef.Kind = "Node"
+	elsewhere := slice("elsewhere", false, nil)
+	elsewhere.Endpoints[0].TargetRef.Namespace = "other"
+	for _, tc := range []struct {
+		name   string
+		slice  discoveryv1.EndpointSlice
+		counts bool
+	}{
+		{"a pod behind a Service", slice("notebook", false, nil), true},
+		{"a pod behind a Service, reference without namespace", func() discoveryv1.EndpointSlice {
+			s := slice("notebook", false, nil)
+			s.Endpoints[0].TargetRef.Namespace = ""
+			return s
+		}(), false},
+		{"mirrored from hand-written Endpoints", mirrored, false},
+		{"written by another writer", unlabelled, false},
+		{"an address without a targetRef", noRef, false},
+		{"a targetRef that is not a Pod", node, false},
+		{"a pod of another namespace", elsewhere, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := onDemand(t, cfg, t0, nil, []discoveryv1.EndpointSlice{tc.slice})
+			assert.Equal(t, tc.counts, wantsGateway(d), "the Gateway is wanted")
+			assert.Equal(t, tc.counts, plugin.Serving(&tc.slice), "plugin.Serving")
+		})
+	}
 }
 
 func onDemand(t *testing.T, cfg *config.Config, now time.Time, labels map[string]string, slices []discoveryv1.EndpointSlice, objs ...client.Object) plugin.Desired {

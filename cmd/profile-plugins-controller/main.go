@@ -93,10 +93,14 @@ func run(configPath, metricsAddr, probeAddr string, leaderElect bool, leaderID s
 	logConfigWarnings(ctrl.Log.WithName("setup"), cfg)
 	// PodSecurity and other API warnings reach each Result, and controller-runtime's log.
 	restCfg := runner.WithWarnings(ctrl.GetConfigOrDie())
+	ps, err := plugins.New(cfg)
+	if err != nil {
+		return err
+	}
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 newScheme(),
-		Cache:                  cacheOptions(),
+		Cache:                  cacheOptions(ps...),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
@@ -163,16 +167,21 @@ func newReconciler(c client.Client, cfg *config.Config, opts ...runner.Option) (
 // cacheOptions keeps the manager's cache to what the plugins own or must see: ConfigMaps only when
 // the plugins made them, no Pods or Secrets at all (see plugins.CacheOptions). RoleBindings are
 // cached as metadata (setup's watch and the authz plugin's list share that informer), trimmed to
-// what both read (runner.TrimRoleBindingMetadata).
-func cacheOptions() cache.Options {
-	return plugins.CacheOptions()
+// what both read (runner.TrimRoleBindingMetadata). EndpointSlices keep only the labels ps read
+// (runner.EndpointSliceTransform), so give it the plugins the reconciler runs.
+func cacheOptions(ps ...plugin.Plugin) cache.Options {
+	return plugins.CacheOptions(ps...)
 }
 
-// newManagedReconciler is newReconciler reading through mgr's cache (built from cacheOptions), and
-// past it through its API reader for what the cache does not hold: pods, when a decision needs
-// them, and wanted names of the kinds the cache selects (plugins.WithManager).
+// newManagedReconciler is newReconciler reading through mgr's cache (built from cacheOptions of
+// cfg's plugins), and past it through its API reader for what the cache does not hold: pods, when
+// a decision needs them, and wanted names of the kinds the cache selects (plugins.WithManager).
 func newManagedReconciler(mgr ctrl.Manager, cfg *config.Config) (*Reconciler, error) {
-	return newReconciler(mgr.GetClient(), cfg, plugins.WithManager(mgr, cacheOptions()))
+	ps, err := plugins.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newReconciler(mgr.GetClient(), cfg, plugins.WithManager(mgr, cacheOptions(ps...)))
 }
 
 // setup watches Profiles and everything the plugins make for them (each carries the Profile as
@@ -221,7 +230,7 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler, onDemand bool) error {
 	}
 	if onDemand {
 		// provision onDemand: a Service endpoint appearing or going (re)decides its namespace's
-		// waypoint. The cache holds the slices trimmed (runner.TrimEndpointSlice), and an update
+		// waypoint. The cache holds the slices trimmed (runner.EndpointSliceTransform), and an update
 		// reconciles only when it changes what the decision reads.
 		b = b.Watches(&discoveryv1.EndpointSlice{}, kubeflow.EnqueueProfileOfNamespace(), builder.WithPredicates(servingChanged))
 	}
@@ -344,7 +353,8 @@ func hasContributorAnnotations(o client.Object) bool {
 }
 
 // servingChanged lets through every EndpointSlice created or deleted, and an update only when it
-// changes whether the slice serves (plugin.Serving) or its labels (which decide whether it counts):
+// changes whether the slice serves (plugin.Serving) or its labels (the cache keeps only those that
+// decide whether it counts):
 // a pod's readiness flipping does not reconcile its Profile.
 var servingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	o, ok1 := e.ObjectOld.(*discoveryv1.EndpointSlice)

@@ -341,7 +341,8 @@ func TestOnDemandControllerFollowsTheEndpointSliceWatch(t *testing.T) {
 		for i := range n {
 			// A pod that starts: an address, not ready yet.
 			es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.1.0.%d", 7+i)},
-				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(false), Terminating: ptr.To(false)}})
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(false), Terminating: ptr.To(false)},
+				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: fmt.Sprintf("notebook-%d", i)}})
 		}
 		require.NoError(t, c.Update(ctx, es))
 	}

@@ -178,7 +178,9 @@ type Waypoint struct {
 	// EndpointSlices), Services whose endpoints do not count as activity: servers a platform runs
 	// in every namespace around the clock. While the namespace is idle their callers meet the
 	// ztunnel policy alone, so only L4 exceptions and the namespace's own pods reach them.
-	// An empty selector (which would ignore every Service) is refused. Default: none.
+	// An empty selector (which would ignore every Service) is refused. The controller's cache
+	// keeps of each slice only the labels this selects on and those it decides by, so a program
+	// builds its cache options from the plugins (runner.CacheOptions). Default: none.
 	IgnoredServices *metav1.LabelSelector `json:"ignoredServices,omitempty"`
 
 	// WaypointSizing (resources, replicas, podDisruptionBudget, autoscaling, sizingOverrides)

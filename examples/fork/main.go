@@ -87,9 +87,14 @@ func run(ctx context.Context, restConfig *rest.Config, o options) error {
 		setupLog.Info("profile-plugins configuration warning", "warning", w)
 	}
 
-	// The cache holds only the ConfigMaps the plugins made, and no Pods; API warnings (Pod
+	// The cache holds only the ConfigMaps the plugins made, no Pods, and of EndpointSlices only
+	// the labels these plugins read (mesh.waypoint.ignoredServices' keys); API warnings (Pod
 	// Security's "existing pods violate ...") reach each Result.
-	cacheOptions := profileplugins.CacheOptions()
+	plugins, err := profileplugins.New(pluginConfig)
+	if err != nil {
+		return fmt.Errorf("configuring profile-plugins: %w", err)
+	}
+	cacheOptions := profileplugins.CacheOptions(plugins...)
 	mgr, err := ctrl.NewManager(profileplugins.WithWarnings(restConfig), ctrl.Options{
 		Scheme:  scheme,
 		Cache:   cacheOptions,

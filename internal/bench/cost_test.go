@@ -231,7 +231,8 @@ func (r *costRun) setup(ctx context.Context, b *testing.B) {
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: map[string]string{ownership.OwnerAnnotation: owner}}},
 			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "notebook", Namespace: ns},
 				Spec: corev1.ServiceSpec{Selector: map[string]string{"statefulset": "notebook"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}},
-			&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "notebook-1", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "notebook"}},
+			&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "notebook-1", Namespace: ns,
+				Labels: map[string]string{discoveryv1.LabelServiceName: "notebook", discoveryv1.LabelManagedBy: plugin.EndpointSliceController}},
 				AddressType: discoveryv1.AddressTypeIPv4},
 			&profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: profilev1.ProfileSpec{Owner: fixture.User(owner)}},
 		}
@@ -292,7 +293,8 @@ func (r *costRun) addEndpoint(ctx context.Context, ns string) error {
 	}
 	// Not ready yet: the pod has an IP and its containers are starting, the moment the waypoint
 	// should start too.
-	s.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.10"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}}}
+	s.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.10"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)},
+		TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "notebook-0"}}}
 	return r.c.Update(ctx, s)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,8 +45,14 @@ func (o *onDemandNS) endpoint(svc string, n int) {
 		AddressType: discoveryv1.AddressTypeIPv4}
 	for i := 0; i < n; i++ {
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.1.0." + string(rune('1'+i))},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}})
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: o.ns, Name: svc + "-" + string(rune('0'+i))}})
 	}
+	o.write(es)
+}
+
+// write creates es, or updates its endpoints.
+func (o *onDemandNS) write(es *discoveryv1.EndpointSlice) {
 	cur := &discoveryv1.EndpointSlice{}
 	err := o.base.Get(o.ctx, client.ObjectKeyFromObject(es), cur)
 	if apierrors.IsNotFound(err) {
@@ -137,6 +144,36 @@ func TestOnDemandActivatesAndDeactivates(t *testing.T) {
 	s = o.run("restart while idle")
 	assert.Nil(t, s.gateway)
 	assert.Empty(t, o.writesSince(mark), "a restart while idle writes nothing")
+}
+
+// A Service without a selector whose hand-written Endpoints name a pod that does not exist: the
+// mirroring controller copies them into an EndpointSlice labelled
+// endpointslice.kubernetes.io/managed-by=endpointslicemirroring-controller.k8s.io (kubernetes
+// pkg/controller/endpointslicemirroring/utils.go newEndpointSlice; no kube-controller-manager runs
+// here, so the test writes it as it would). It is no activity: an idle namespace gets no Gateway
+// for it, and a waypoint made for a notebook still goes idleAfter after the notebook's endpoint.
+func TestOnDemandEndpointsNoPodBacksKeepNoWaypoint(t *testing.T) {
+	o := startOnDemand(t, "ondemand-mirrored")
+	o.write(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "external-x1", Namespace: o.ns,
+		Labels: map[string]string{discoveryv1.LabelServiceName: "external", discoveryv1.LabelManagedBy: "endpointslicemirroring-controller.k8s.io"}},
+		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.9.9"},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: o.ns, Name: "no-such-pod"}}}})
+	s := o.run("only a mirrored endpoint")
+	assert.Nil(t, s.gateway, "an endpoint no pod backs makes no waypoint")
+	assert.NotContains(t, s.labels, "istio.io/use-waypoint")
+
+	o.endpoint("notebook", 1)
+	s = o.run("a notebook starts")
+	require.NotNil(t, s.gateway, "a pod's endpoint makes the waypoint")
+	o.endpoint("notebook", 0)
+	o.clock = o.clock.Add(time.Minute)
+	s = o.run("the notebook culled")
+	require.NotNil(t, s.gateway, "kept for idleAfter")
+	o.clock = o.clock.Add(31 * time.Minute)
+	s = o.run("past the window, the mirrored endpoint still there")
+	assert.Nil(t, s.gateway, "the mirrored endpoint keeps no waypoint past idleAfter")
+	assert.NotContains(t, s.labels, "istio.io/use-waypoint")
 }
 
 // Endpoints that come back inside the window keep the waypoint: it is never deleted, routing

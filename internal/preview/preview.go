@@ -1,6 +1,7 @@
 package preview
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -30,8 +31,10 @@ func ProgrammedGateway(cfg *config.Config, namespace string) *gatewayv1.Gateway 
 // as provision onDemand sees it. In a cluster the EndpointSlice controller makes these.
 func ServingEndpointSlice(namespace string) discoveryv1.EndpointSlice {
 	return discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "preview", Namespace: namespace, Labels: map[string]string{discoveryv1.LabelServiceName: "preview"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "preview", Namespace: namespace,
+			Labels: map[string]string{discoveryv1.LabelServiceName: "preview", discoveryv1.LabelManagedBy: plugin.EndpointSliceController}},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: "preview"}}},
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
 // The actors around the runner: the controller's Settle, foreign writers, the API server's faults,
@@ -352,7 +354,7 @@ func newPod(name string, shape int, sidecar bool) *corev1.Pod {
 // endpoints sets Service svc's EndpointSlice to n endpoints, as the EndpointSlice controller
 // would, labelled like the slices of the waypoint's own Service when svc is the waypoint's.
 func (w *world) endpoints(svc string, n int, ready bool) error {
-	labels := map[string]string{discoveryv1.LabelServiceName: svc}
+	labels := map[string]string{discoveryv1.LabelServiceName: svc, discoveryv1.LabelManagedBy: plugin.EndpointSliceController}
 	if svc == waypointName {
 		labels["gateway.networking.k8s.io/gateway-name"] = waypointName
 	}
@@ -360,7 +362,8 @@ func (w *world) endpoints(svc string, n int, ready bool) error {
 		AddressType: discoveryv1.AddressTypeIPv4}
 	for i := 0; i < n; i++ {
 		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.1.0.%d", i+1)},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)}})
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: userNS, Name: fmt.Sprintf("%s-%d", svc, i)}})
 	}
 	cur := &discoveryv1.EndpointSlice{}
 	if err := w.store.Get(w.ctx, client.ObjectKeyFromObject(es), cur); apierrors.IsNotFound(err) {

@@ -7,11 +7,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -24,8 +26,10 @@ func TestPlanSaysWaypointIdleOrStarting(t *testing.T) {
 	createProfile(t, env.Client, "quiet")
 	createProfile(t, env.Client, "busy")
 	require.NoError(t, env.Client.Create(context.Background(), &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "notebook-x1", Namespace: "busy", Labels: map[string]string{discoveryv1.LabelServiceName: "notebook"}},
-		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.7"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "notebook-x1", Namespace: "busy",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "notebook", discoveryv1.LabelManagedBy: plugin.EndpointSliceController}},
+		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.7"},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "busy", Name: "notebook-0"}}},
 	}))
 	out, code := planOutput(t, env.Base, options{configPath: path, profiles: []string{"busy", "quiet"}, output: "text"})
 	require.NotEqual(t, exitError, code, out)
