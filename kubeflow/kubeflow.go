@@ -53,7 +53,11 @@ func (i *Integration) Apply(ctx context.Context, profile client.Object) (ctrl.Re
 			return ctrl.Result{}, fmt.Errorf("profile %q: %w", profile.GetName(), err)
 		}
 	}
-	return Outcome(res)
+	out, err := Outcome(res)
+	if inputErr := res.Err(); err == nil && inputErr != nil {
+		log.FromContext(ctx).Error(inputErr, "input errors; requeued for a wait or a deadline of the plugins", "profile", profile.GetName(), "requeueAfter", out.RequeueAfter)
+	}
+	return out, err
 }
 
 // Revoke removes what the plugins made for profile and the labels they own, for the controller's
@@ -86,12 +90,17 @@ func (i *Integration) Revoke(ctx context.Context, profile client.Object) (ctrl.R
 //   - while a plugin waits (a waypoint not yet Programmed is not a failure), a RequeueAfter and a
 //     nil error, even next to an input error: controller-runtime drops RequeueAfter whenever the
 //     error is not nil, and no watch ends a wait for pods;
+//   - a plugin's own deadline (plugin.Desired.RequeueAfter: an idle waypoint is removed after
+//     mesh.waypoint.idleAfter, and no event marks that moment), a RequeueAfter then and a nil
+//     error, also next to an input error (a refused Profile entry, which the plugins answered
+//     with a safe fallback and applied the rest), so the deadline is kept;
 //   - an error that only a change of input mends (a conflict, a refused Profile) is a
 //     reconcile.TerminalError, never retried: an edit of the Profile, or an event on a watched
 //     object, brings the Profile back;
-//   - a plugin's own deadline (plugin.Desired.RequeueAfter: an idle waypoint is removed after
-//     mesh.waypoint.idleAfter, and no event marks that moment), a RequeueAfter then;
 //   - otherwise a zero Result and nil error: done.
+//
+// An input error that a RequeueAfter hides from controller-runtime is in the condition
+// ([Integration.AfterApply]) and logged by Apply.
 //
 // Revoke maps its Result the same way, except that input errors never hold the finalizer.
 func Outcome(res *runner.Result) (ctrl.Result, error) {
@@ -113,12 +122,15 @@ func outcome(res *runner.Result, inputTerminal bool) (ctrl.Result, error) {
 			after = runner.DefaultWaitRequeue
 		}
 		return ctrl.Result{RequeueAfter: after}, nil
+	case inputTerminal && res.RequeueAfter() > 0:
+		// A decision that changes by itself (an idle waypoint's deadline, provision onDemand),
+		// also next to an input error: what the plugins applied despite it (a refused Profile
+		// entry keeps only the admin's sizing) still has its deadline, and controller-runtime
+		// drops RequeueAfter next to any error. Not for Revoke, where any RequeueAfter reads as
+		// "not done" and would hold the finalizer.
+		return ctrl.Result{RequeueAfter: res.RequeueAfter()}, nil
 	case err != nil && inputTerminal:
 		return ctrl.Result{}, reconcile.TerminalError(err)
-	case inputTerminal && res.RequeueAfter() > 0:
-		// A decision that changes by itself (an idle waypoint's deadline, provision onDemand).
-		// Not for Revoke, where any RequeueAfter reads as "not done" and would hold the finalizer.
-		return ctrl.Result{RequeueAfter: res.RequeueAfter()}, nil
 	}
 	return ctrl.Result{}, nil
 }

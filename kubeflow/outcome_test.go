@@ -60,6 +60,13 @@ func TestOutcomeOfApplyAndRevoke(t *testing.T) {
 			// revoke: any RequeueAfter would hold the finalizer
 		},
 		{
+			// A refused Profile entry (an input error) changes no deadline: the idle waypoint
+			// still goes at idleAfter, and the error is in the condition (AfterApply).
+			name:  "an input error keeps the deadline for Apply",
+			res:   runner.Result{Plugins: append(conflict(), runner.PluginResult{Plugin: "b", RequeueAfter: 20 * time.Minute})},
+			apply: want{res: ctrl.Result{RequeueAfter: 20 * time.Minute}},
+		},
+		{
 			name: "a wait sooner than the deadline wins",
 			res: runner.Result{WaitRequeue: 7, Plugins: []runner.PluginResult{{Plugin: "a", RequeueAfter: time.Hour},
 				{Plugin: "b", Waiting: []string{"w"}}}},

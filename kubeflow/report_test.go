@@ -74,3 +74,25 @@ func TestApplyLogsWhatItChanged(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, containing(lines, "plugins applied"), "the second Apply changes nothing")
 }
+
+// An input error that a requeue hides from controller-runtime (the plugins wait) is logged by
+// Apply, with the profile; one returned as a terminal error is controller-runtime's to log, and a
+// clean Apply logs none.
+func TestApplyLogsTheInputErrorsItReturnsNoErrorFor(t *testing.T) {
+	in, _ := newIntegration(t)
+	var lines []string
+	res, err := in.Apply(logged(&lines), aliceProfile("alice@example.com "))
+	require.NoError(t, err)
+	require.Positive(t, res.RequeueAfter, "the waypoint is not Programmed")
+	got := containing(lines, "input errors; requeued for a wait or a deadline of the plugins")
+	require.Len(t, got, 1, "%v", lines)
+	assert.Contains(t, got[0], "spec.owner.name")
+	assert.Contains(t, got[0], `"profile"="alice"`)
+
+	in, _ = newIntegrationFor(t, sidecarConfig(t))
+	for _, owner := range []string{"alice@example.com ", "alice@example.com"} {
+		lines = nil
+		_, _ = in.Apply(logged(&lines), aliceProfile(owner))
+		assert.Empty(t, containing(lines, "input errors; requeued"), "owner %q: %v", owner, lines)
+	}
+}

@@ -191,7 +191,7 @@ func TestMeshScenariosWithASelectedCacheAndAnAPIReader(t *testing.T) {
 		"NoWaypointWithoutItsOwnerPolicy":                            TestNoWaypointWithoutItsOwnerPolicy,
 		"WaypointIsCreatedOnlyAfterItsOwnerPolicy":                   TestWaypointIsCreatedOnlyAfterItsOwnerPolicy,
 		"ReplacedOwnerPolicyRemovesTheWaypoint":                      TestReplacedOwnerPolicyRemovesTheWaypoint,
-		"WaypointPodsAreNotReportedAsOptedOut":                       TestWaypointPodsAreNotReportedAsOptedOut,
+		"WaypointPodsAreNotReportedAsOptedOutOrSidecarPods":          TestWaypointPodsAreNotReportedAsOptedOutOrSidecarPods,
 		"DetachedOwnerPolicyIsReattachedWhileTheOwnerIsInvalid":      TestDetachedOwnerPolicyIsReattachedWhileTheOwnerIsInvalid,
 		"RoutedNamespaceGetsItsOwnerPolicyBackOnTheWaypointAtOnce":   TestRoutedNamespaceGetsItsOwnerPolicyBackOnTheWaypointAtOnce,
 		"DryRunAnnotationOnThePoliciesIsRestoredAndReported":         TestDryRunAnnotationOnThePoliciesIsRestoredAndReported,

@@ -24,6 +24,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
@@ -464,18 +465,18 @@ func TestPodsOutsideEveryDataPlaneAreReported(t *testing.T) {
 	assert.Contains(t, warnings, "2 pod(s) run outside every data plane")
 }
 
-// The waypoint's own pods run with dataplane-mode=none by design and are not reported.
-func TestWaypointPodsAreNotReportedAsOptedOut(t *testing.T) {
+// The waypoint's own pods run with dataplane-mode=none by design, and Istio's proxy in a
+// container named istio-proxy: they are reported neither as outside every data plane nor as
+// pods to restart for ambient (istiod 1.30.3 showed both on every routed namespace).
+func TestWaypointPodsAreNotReportedAsOptedOutOrSidecarPods(t *testing.T) {
 	m := newMesh(t)
 	m.enrol()
-	require.NoError(t, m.c.Create(context.Background(), &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "waypoint-5d9f", Namespace: ns, Labels: map[string]string{
-			dataplaneMode: "none", "gateway.networking.k8s.io/gateway-name": "waypoint"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "waypoint", Containers: []corev1.Container{{Name: "istio-proxy", Image: "proxyv2"}}},
-	}))
+	require.NoError(t, m.c.Create(context.Background(), fixture.WaypointPod(m.cfg, ns, "waypoint-5d9f")))
 	res := m.apply()
 	require.NoError(t, res.Err())
-	assert.NotContains(t, strings.Join(res.Warnings(), "\n"), "outside every data plane")
+	warnings := strings.Join(res.Warnings(), "\n")
+	assert.NotContains(t, warnings, "outside every data plane")
+	assert.NotContains(t, warnings, "still run an istio-proxy sidecar")
 }
 
 // An invalid owner edit and someone removing the owner policy's targetRefs (an Update, so no

@@ -85,7 +85,7 @@ func ClassDefaults(cfg *config.Config) (*corev1.ConfigMap, error) {
 	if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 		return nil, fmt.Errorf("mesh.istiodNamespace %q: %s", ns, msgs[0])
 	}
-	data, err := sizingOverlays(cfg.Mesh.Waypoint.WaypointSizing, cfg.Mesh.Waypoint.ClassName)
+	data, err := sizingOverlays(cfg.Mesh.Waypoint.WaypointSizing, cfg.Mesh.Waypoint.ClassName, classLayer)
 	if err != nil {
 		return nil, err
 	}

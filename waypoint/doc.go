@@ -54,7 +54,9 @@
 // ambient captures (Istio's CNI rule: no injected sidecar, not opted out, not host network), and the
 // runner keeps istio.io/dataplane-mode=ambient and the ztunnel policy until none of them runs, so a
 // switch to sidecar never leaves a pod outside both data planes. After a switch to ambient, pods that still carry
-// an istio-proxy sidecar are listed as a warning: they move to ambient only when restarted.
+// an istio-proxy sidecar are listed as a warning: they move to ambient only when restarted. The
+// waypoint's own pods ([IsWaypointPod]) run a container named istio-proxy too and are not listed;
+// they still count for the owner policy a sidecar needs ([Plugin.ProtectedPods]).
 //
 // [ClusterDefaultDeny] and [ClassDefaults] are the cluster-wide objects: an allow-nothing policy
 // for every waypoint of the istio-waypoint class, so a waypoint without its own policy denies

@@ -59,7 +59,7 @@ func (p *Plugin) parameters(t plugin.Target, gw *gatewayv1.Gateway) parameters {
 		out.data = map[string]string{deploymentOverlay: seccompPatch}
 	}
 	if sized {
-		data, err := sizingOverlays(sizing, w.ClassName)
+		data, err := sizingOverlays(sizing, w.ClassName, gatewayLayer)
 		if err != nil {
 			out.errs = append(out.errs, err)
 			out.wanted = *w.SeccompPatch

@@ -24,14 +24,24 @@ const (
 // spreadKey is the node label the waypoint's pods spread over.
 const spreadKey = corev1.LabelHostname
 
-// sizingOverlays are the class-default overlays for s: the "deployment" patch with the seccomp
+// layer is where istiod applies an overlay: the class defaults first, then the Gateway's
+// parametersRef ConfigMap (deploymentcontroller.go, render).
+type layer int
+
+const (
+	classLayer layer = iota
+	gatewayLayer
+)
+
+// sizingOverlays are the overlays for s at layer l: the "deployment" patch with the seccomp
 // profile, the container's resources, the replica count (without autoscaling, when not the
 // Deployment's own default of 1) and, when a waypoint may run more than one pod, a topology
 // spread over nodes; a "horizontalPodAutoscaler" patch with autoscaling; a "podDisruptionBudget"
 // patch with a budget. Each is a strategic merge patch onto what istiod's template renders
 // (applyOverlay in deploymentcontroller.go), so it names only what it changes: a null or an
-// empty field there would delete the template's.
-func sizingOverlays(s config.WaypointSizing, class string) (map[string]string, error) {
+// empty field there would delete the template's. The one null is the budget's other bound at the
+// Gateway's layer (budgetPatch).
+func sizingOverlays(s config.WaypointSizing, class string, l layer) (map[string]string, error) {
 	podSpec := map[string]any{
 		"securityContext": map[string]any{"seccompProfile": map[string]any{"type": string(corev1.SeccompProfileTypeRuntimeDefault)}},
 	}
@@ -58,14 +68,7 @@ func sizingOverlays(s config.WaypointSizing, class string) (map[string]string, e
 		}}
 	}
 	if b := s.PodDisruptionBudget; b != nil {
-		pdb := map[string]any{}
-		if b.MinAvailable != nil {
-			pdb["minAvailable"] = *b.MinAvailable
-		}
-		if b.MaxUnavailable != nil {
-			pdb["maxUnavailable"] = *b.MaxUnavailable
-		}
-		overlays[pdbOverlay] = map[string]any{"spec": pdb}
+		overlays[pdbOverlay] = map[string]any{"spec": budgetPatch(*b, l)}
 	}
 	data := make(map[string]string, len(overlays))
 	for key, o := range overlays {
@@ -95,4 +98,27 @@ func spreadOverNodes(class string) corev1.TopologySpreadConstraint {
 		LabelSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{label.IoK8sNetworkingGatewayGatewayClassName.Name: class}},
 		MatchLabelKeys:    []string{label.IoK8sNetworkingGatewayGatewayName.Name},
 	}
+}
+
+// budgetPatch is the budget's spec patch. At the Gateway's layer it sets the other bound to null,
+// which deletes it from what the class defaults merged in (a strategic merge patch deletes a key
+// whose patch value is null: k8s.io/apimachinery/pkg/util/strategicpatch, mergeMap): class
+// defaults with the other bound (rendered from another sizing, or switched from minAvailable to
+// maxUnavailable) would otherwise give istiod a budget with both, which the API server refuses
+// ("minAvailable and maxUnavailable cannot be both set", k8s.io/kubernetes
+// pkg/apis/policy/validation), and the waypoint would have no budget at all. The class defaults
+// apply onto the template's budget, which has neither bound, and keep their one key.
+func budgetPatch(b config.WaypointDisruptionBudget, l layer) map[string]any {
+	pdb := map[string]any{}
+	if b.MinAvailable != nil {
+		pdb["minAvailable"] = *b.MinAvailable
+	} else if l == gatewayLayer {
+		pdb["minAvailable"] = nil
+	}
+	if b.MaxUnavailable != nil {
+		pdb["maxUnavailable"] = *b.MaxUnavailable
+	} else if l == gatewayLayer {
+		pdb["maxUnavailable"] = nil
+	}
+	return pdb
 }

@@ -2,6 +2,7 @@ package waypoint
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -245,7 +246,7 @@ func (p *Plugin) ambient(t plugin.Target) plugin.Desired {
 				"or annotated %s without an %s container (forbid both in user namespaces with an admission policy): %s",
 			len(pods), label.IoIstioDataplaneMode.Name, noneMode, annotation.SidecarStatus.Name, SidecarContainer, strings.Join(pods, ", ")))
 	}
-	if pods := podsWithSidecar(t.Observed.Pods); len(pods) > 0 {
+	if pods := restartable(t.Observed.Pods, gw.Name); len(pods) > 0 {
 		d.Warnings = append(d.Warnings, fmt.Sprintf(
 			"%d pod(s) still run an %s sidecar and join ambient only when restarted (for example `kubectl -n %s rollout restart deployment`): %s",
 			len(pods), SidecarContainer, t.Namespace, strings.Join(pods, ", ")))
@@ -574,14 +575,13 @@ func (p *Plugin) Captured(key, value string, pods []corev1.Pod) []string {
 // no proxy of their own: labelled dataplane-mode=none, or carrying the injector's status annotation
 // without an istio-proxy container (istio/istio cni/pkg/util/podutil.go, PodRedirectionEnabled
 // and podHasSidecar). Namespace editors can set both on their pods. The waypoint's own pods run
-// with dataplane-mode=none by design; they are told apart by istiod's gateway-name label and the
-// waypoint's service account, which istiod names like the Gateway for class istio-waypoint.
+// with dataplane-mode=none by design (IsWaypointPod).
 func optedOut(pods []corev1.Pod, waypoint string) []string {
 	var names []string
 	for _, pod := range pods {
 		switch {
 		case pod.DeletionTimestamp != nil, pod.Status.Phase == corev1.PodSucceeded, pod.Status.Phase == corev1.PodFailed, pod.Spec.HostNetwork:
-		case pod.Labels[label.IoK8sNetworkingGatewayGatewayName.Name] == waypoint && pod.Spec.ServiceAccountName == waypoint:
+		case IsWaypointPod(pod, waypoint):
 		case pod.Labels[label.IoIstioDataplaneMode.Name] == noneMode, hasSidecarStatus(pod) && !runsSidecar(pod):
 			names = append(names, pod.Name)
 		}
@@ -600,6 +600,24 @@ const (
 func hasSidecarStatus(pod corev1.Pod) bool {
 	_, ok := pod.Annotations[annotation.SidecarStatus.Name]
 	return ok
+}
+
+// IsWaypointPod says whether pod is one of the namespace's waypoint as istiod renders it for class
+// istio-waypoint: labelled with the Gateway's name and gateway.istio.io/managed, running as the
+// service account istiod names like the Gateway (istio/istio
+// manifests/charts/istio-control/istio-discovery/files/waypoint.yaml). Namespace editors can give
+// their own pods all three, so it may only spare a pod a warning or a finding, never decide
+// anything that protects.
+func IsWaypointPod(pod corev1.Pod, waypoint string) bool {
+	_, managed := pod.Labels[label.GatewayManaged.Name]
+	return managed && pod.Labels[label.IoK8sNetworkingGatewayGatewayName.Name] == waypoint && pod.Spec.ServiceAccountName == waypoint
+}
+
+// restartable names the running pods that still run a sidecar, for the warning to restart them:
+// the waypoint's own pods run Istio's proxy in a container named istio-proxy too, but are no
+// sidecar pods and nothing to restart.
+func restartable(pods []corev1.Pod, waypoint string) []string {
+	return podsWithSidecar(slices.DeleteFunc(slices.Clone(pods), func(p corev1.Pod) bool { return IsWaypointPod(p, waypoint) }))
 }
 
 // podsWithSidecar names the running pods that run Istio's proxy as a container or a native
@@ -629,7 +647,9 @@ func runsSidecar(pod corev1.Pod) bool {
 
 // ProtectedPods implements plugin.PodProtector: an owner policy without targetRefs (sidecar form)
 // is what protects the pods that run a sidecar (sidecars ignore policies with targetRefs), so it
-// stays while they run, whatever the mode: after a switch to mode none and on Revoke.
+// stays while they run, whatever the mode: after a switch to mode none and on Revoke. The
+// waypoint's own pods count too (see IsWaypointPod): a member could give a sidecar pod their marks,
+// and counting them only delays the policy's removal until the waypoint's pods are gone.
 func (p *Plugin) ProtectedPods(obs plugin.Observed) map[plugin.Ref][]string {
 	owner, ok := plugin.Lookup[*istiosecurityv1.AuthorizationPolicy](obs, p.cfg.Authorization.OwnerPolicyName)
 	if !ok || len(owner.Spec.TargetRefs) > 0 || owner.Spec.Selector != nil {

@@ -1,6 +1,7 @@
 package waypoint_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -185,6 +186,56 @@ func TestPodsLeftWithASidecarAreListed(t *testing.T) {
 	assert.NotContains(t, d.Warnings[0], "clean")
 	assert.True(t, waypoint.New(cfg).NeedsPods())
 	assert.False(t, waypoint.New(fixture.Config(t, "mesh: {mode: sidecar}\n")).NeedsPods())
+}
+
+// istiod's waypoint runs Istio's proxy in a container named istio-proxy too; it is no sidecar,
+// and a warning to restart the namespace's Deployments would only send the user after it.
+func TestWaypointPodsAreNotReportedAsSidecarPods(t *testing.T) {
+	cfg := config.Default()
+	notebook := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "notebook-0"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "notebook"}, {Name: waypoint.SidecarContainer}}}}
+	pods := []corev1.Pod{*fixture.WaypointPod(cfg, ns, "waypoint-5d9f7c-x2k"), notebook}
+	d, err := waypoint.New(cfg).Generate(plugin.Target{Namespace: ns, Observed: plugin.Observed{Pods: pods}})
+	require.NoError(t, err)
+	require.Len(t, d.Warnings, 1)
+	assert.Contains(t, d.Warnings[0], "1 pod(s) still run an istio-proxy sidecar")
+	assert.NotContains(t, d.Warnings[0], "waypoint-5d9f7c-x2k")
+
+	d, err = waypoint.New(cfg).Generate(plugin.Target{Namespace: ns, Observed: plugin.Observed{Pods: pods[:1]}})
+	require.NoError(t, err)
+	assert.Empty(t, d.Warnings, "the waypoint's own pod alone")
+}
+
+// A pod is taken for the waypoint's only with all of istiod's marks: a gateway-name label of
+// another Gateway, no gateway.istio.io/managed, or another service account leaves it a sidecar pod.
+func TestOnlyTheWaypointsOwnPodsAreExemptFromTheSidecarWarning(t *testing.T) {
+	cfg := config.Default()
+	for name, change := range map[string]func(*corev1.Pod){
+		"other gateway":           func(p *corev1.Pod) { p.Labels["gateway.networking.k8s.io/gateway-name"] = "ingress" },
+		"not managed by istiod":   func(p *corev1.Pod) { delete(p.Labels, "gateway.istio.io/managed") },
+		"other service account":   func(p *corev1.Pod) { p.Spec.ServiceAccountName = "default-editor" },
+		"no gateway-name label":   func(p *corev1.Pod) { delete(p.Labels, "gateway.networking.k8s.io/gateway-name") },
+		"renamed waypoint config": func(p *corev1.Pod) { p.Labels["gateway.networking.k8s.io/gateway-name"] = "waypoint-old" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := fixture.WaypointPod(cfg, ns, "lookalike")
+			change(pod)
+			d, err := waypoint.New(cfg).Generate(plugin.Target{Namespace: ns, Observed: plugin.Observed{Pods: []corev1.Pod{*pod}}})
+			require.NoError(t, err)
+			assert.Regexp(t, `1 pod\(s\) still run an istio-proxy sidecar [^\n]*: lookalike`, strings.Join(d.Warnings, "\n"))
+		})
+	}
+}
+
+// The sidecar-form owner policy is what protects a pod that runs a sidecar; it stays while such a
+// pod runs, also one that carries the waypoint's labels and service account, which a namespace
+// editor can give any pod of theirs: the exemption of the warning does not reach this decision.
+func TestPodsLabelledAsTheWaypointStillKeepTheSidecarOwnerPolicy(t *testing.T) {
+	cfg := config.Default()
+	owner := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: cfg.Authorization.OwnerPolicyName, Namespace: ns}}
+	pod := fixture.WaypointPod(cfg, ns, "looks-like-the-waypoint")
+	got := waypoint.New(cfg).ProtectedPods(plugin.Observed{Objects: []client.Object{owner}, Pods: []corev1.Pod{*pod}})
+	assert.Equal(t, []string{"looks-like-the-waypoint"}, got[plugin.Ref{GroupKind: istiosecurityv1.SchemeGroupVersion.WithKind("AuthorizationPolicy").GroupKind(), Name: owner.Name}])
 }
 
 func TestClusterDefaultDenyGolden(t *testing.T) {

@@ -207,3 +207,63 @@ mesh:
 	assert.Nil(t, pdb.Spec.MaxUnavailable)
 	assert.Equal(t, 1, pdb.Spec.MinAvailable.IntValue())
 }
+
+// The admin switches the class defaults from minAvailable to maxUnavailable (or back) while a
+// namespace's parametersRef ConfigMap, from the controller's configuration before or after the
+// switch, still names the other bound: istiod merges both (class defaults first), and the
+// budget it then applies must still be one the API server accepts, the namespace's own bound.
+func TestBudgetSwitchInTheClassDefaultsKeepsProfileBudgetsAccepted(t *testing.T) {
+	env := envtest.Start(t)
+	ctx := context.Background()
+	parse := func(budget string) *config.Config {
+		cfg, err := config.Parse([]byte(`apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1
+kind: PluginConfig
+mesh:
+  waypoint:
+    replicas: 3
+    podDisruptionBudget: ` + budget + `
+    sizingOverrides: [{namespaceSelector: {matchLabels: {tier: large}}, maximum: {replicas: 4}}]
+`))
+		require.NoError(t, err)
+		return cfg
+	}
+	minAvailable, maxUnavailable := parse("{minAvailable: 2}"), parse("{maxUnavailable: 1}")
+	for name, c := range map[string]struct {
+		class, controller *config.Config
+		wantMin           bool
+	}{
+		"class now maxunavailable": {class: maxUnavailable, controller: minAvailable, wantMin: true},
+		"class now minavailable":   {class: minAvailable, controller: maxUnavailable},
+	} {
+		t.Run(name, func(t *testing.T) {
+			class, err := waypoint.ClassDefaults(c.class)
+			require.NoError(t, err)
+			ns := "budget-" + sanitize(name)
+			ensureNamespace(t, env.Client, ns)
+			raw, err := yaml.YAMLToJSON([]byte("{replicas: 4}"))
+			require.NoError(t, err)
+			profile := &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: ns},
+				Spec: profilev1.ProfileSpec{Plugins: []profilev1.Plugin{{TypeMeta: metav1.TypeMeta{Kind: waypoint.ProfileKind}, Spec: &runtime.RawExtension{Raw: raw}}}}}
+			d, err := waypoint.New(c.controller).Generate(plugin.Target{Namespace: ns, Profile: profile, Observed: plugin.Observed{Labels: map[string]string{"tier": "large"}}})
+			require.NoError(t, err)
+			require.Empty(t, d.Errors)
+			var params *corev1.ConfigMap
+			for _, o := range d.Objects {
+				if cm, ok := o.(*corev1.ConfigMap); ok {
+					params = cm
+				}
+			}
+			require.NotNil(t, params)
+			params.Labels = map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue}
+			require.NoError(t, env.Client.Create(ctx, params), "the API server refuses the parametersRef ConfigMap")
+
+			_, _, basePDB := waypointTemplate(t, ns)
+			pdb, made := overlayLikeIstiod(t, basePDB, "podDisruptionBudget", class.Data, params.Data)
+			require.True(t, made)
+			require.NoError(t, env.Client.Create(ctx, pdb), "istiod's merged budget is refused: class %q, namespace %q",
+				class.Data["podDisruptionBudget"], params.Data["podDisruptionBudget"])
+			assert.Equal(t, c.wantMin, pdb.Spec.MinAvailable != nil, "the namespace's own bound")
+			assert.Equal(t, !c.wantMin, pdb.Spec.MaxUnavailable != nil, "the namespace's own bound")
+		})
+	}
+}

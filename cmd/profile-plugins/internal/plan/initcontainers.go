@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
 // Istio's injected containers (pkg/kube/inject, istio/istio): the proxy, and the init containers
@@ -23,12 +25,13 @@ var istioInitContainers = []string{"istio-init", "istio-validation"}
 // connections are already redirected to the proxy (by istio-init or istio-cni), which is not
 // listening yet, so they fail; a step that fetches artifacts or dependencies breaks. Ambient mode
 // has no such gap: istio-cni adds the pod to ztunnel in the CNI ADD, before any container starts
-// (cni/pkg/plugin/plugin.go). Pods without a sidecar are not judged.
-func initContainerFindings(pods []corev1.Pod) []ReadinessFinding {
+// (cni/pkg/plugin/plugin.go). Pods without a sidecar are not judged, nor the pods of the waypoint
+// named waypointName, whose istio-proxy is no sidecar.
+func initContainerFindings(pods []corev1.Pod, waypointName string) []ReadinessFinding {
 	var out []ReadinessFinding
 	for _, p := range pods {
 		early, classic := beforeSidecar(p.Spec)
-		if len(early) == 0 {
+		if len(early) == 0 || waypoint.IsWaypointPod(p, waypointName) {
 			continue
 		}
 		kind := "native sidecar, listed before it"

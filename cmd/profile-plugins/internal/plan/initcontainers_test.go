@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 )
 
 func containers(names ...string) []corev1.Container {
@@ -51,7 +53,7 @@ func TestInitContainersBeforeTheSidecarAreReported(t *testing.T) {
 	otherNative.Name = "log-shipper"
 	notIstio := pod("not-istio", corev1.PodSpec{InitContainers: []corev1.Container{otherNative, {Name: "fetch"}}, Containers: containers("main")})
 
-	got := initContainerFindings([]corev1.Pod{afterNative, beforeNative, classic, classicNoInit, noSidecar, notIstio})
+	got := initContainerFindings([]corev1.Pod{afterNative, beforeNative, classic, classicNoInit, noSidecar, notIstio}, "waypoint")
 	require.Len(t, got, 2)
 	assert.Equal(t, "before-native", got[0].Name)
 	assert.Contains(t, got[0].Reason, "init container(s) early run before the native sidecar")
@@ -65,12 +67,27 @@ func TestInitContainersBeforeTheSidecarAreReported(t *testing.T) {
 	}
 }
 
+// The waypoint's pods run Istio's proxy in a container named istio-proxy but are no sidecar pods:
+// an init container that the class defaults or a Profile's sizing give them is not reported as
+// running before a sidecar, while a member's pod that only looks like one in part is.
+func TestWaypointPodsAreNotJudgedAsSidecarPods(t *testing.T) {
+	cfg := config.Default()
+	own := fixture.WaypointPod(cfg, "alice", "waypoint-5d9f")
+	own.Spec.InitContainers = containers("fetch-certs")
+	lookalike := own.DeepCopy()
+	lookalike.Name, lookalike.Spec.ServiceAccountName = "lookalike", "default-editor"
+
+	got := initContainerFindings([]corev1.Pod{*own, *lookalike}, cfg.Mesh.Waypoint.Name)
+	require.Len(t, got, 1)
+	assert.Equal(t, "lookalike", got[0].Name)
+}
+
 // The text output heads pod findings as the sidecar readiness they are.
 func TestSidecarReadinessIsHeadedSo(t *testing.T) {
 	var out bytes.Buffer
 	w := &textWriter{w: &out}
 	w.readiness(initContainerFindings([]corev1.Pod{pod("classic", corev1.PodSpec{
-		InitContainers: containers("fetch"), Containers: containers("main", proxyContainer)})}))
+		InitContainers: containers("fetch"), Containers: containers("main", proxyContainer)})}, "waypoint"))
 	require.NoError(t, w.err)
 	assert.Contains(t, out.String(), "  sidecar readiness:\n    ? review Pod/classic: init container(s) fetch run before")
 	out.Reset()

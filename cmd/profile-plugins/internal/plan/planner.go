@@ -127,7 +127,7 @@ func (p *planner) observe(ctx context.Context, n *NamespacePlan, res *dryRun) {
 		if err := p.c.List(ctx, pods, client.InNamespace(n.Namespace)); err != nil {
 			n.Errors = append(n.Errors, Finding{Message: fmt.Sprintf("listing pods: %v", err)})
 		} else {
-			n.Readiness = initContainerFindings(pods.Items)
+			n.Readiness = initContainerFindings(pods.Items, p.cfg.Mesh.Waypoint.Name)
 		}
 	}
 	if before, after, ok := enforceChange(res); ok {
