@@ -12,9 +12,11 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 
+	"github.com/kubeflow-ambient/profile-plugins/authz"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
@@ -117,4 +119,18 @@ func TestABadGuardConfigurationNamesTheField(t *testing.T) {
 	_, err := guard.Objects(cfg)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `guard.controllerServiceAccount: Invalid value: "profile-plugins": must be namespace/name`)
+}
+
+// The managed-objects policy recognises a contributor's policy by the authz plugin's label.
+func TestTheGuardKnowsTheAuthzPluginsName(t *testing.T) {
+	checks, err := guard.Checks(config.Default())
+	require.NoError(t, err)
+	want := "oldObject.metadata.labels['" + plugin.PluginLabel + "'] == '" + authz.PluginName + "'"
+	for _, c := range checks {
+		if c.ID == "managed-objects/unchanged" {
+			assert.Contains(t, c.Expression, want)
+			return
+		}
+	}
+	t.Fatal("no check managed-objects/unchanged")
 }
