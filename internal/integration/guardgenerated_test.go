@@ -64,12 +64,28 @@ func TestTheGuardAdmitsNoGeneratedPodIstioWouldLeaveOpen(t *testing.T) {
 			}
 			require.NoError(t, env.Client.Update(ctx, n))
 			member := bound(t, env, userBinding(ns, "member-pods", editor, nil), "generated-pods-"+string(mode), contributorPodRules)
+			// The ReplicaSet controller creates the pods of a member's workloads, after the
+			// mutating webhooks (a PodDefault's merge among them) changed them.
+			rsController := bound(t, env, userBinding(ns, "replicaset-controller", "system:serviceaccount:kube-system:replicaset-controller", nil),
+				"generated-rs-pods-"+string(mode), contributorPodRules)
 
 			var admitted, refused int
+			byController := map[bool]int{}
 			rapid.Check(t, func(rt *rapid.T) {
 				pod := generatedPod(rt, mode)
 				pod.Name, pod.Namespace = "generated", ns
-				err := member.Create(ctx, pod.DeepCopy(), client.DryRunAll)
+				creator := member
+				if viaController := rapid.Bool().Draw(rt, "made by the ReplicaSet controller after a webhook"); viaController {
+					mergePodDefault(rt, pod)
+					creator = rsController
+					byController[true]++
+				} else {
+					if rapid.IntRange(0, 9).Draw(rt, "runs as the waypoint") == 0 {
+						pod.Spec.ServiceAccountName = "waypoint"
+					}
+					byController[false]++
+				}
+				err := creator.Create(ctx, pod.DeepCopy(), client.DryRunAll)
 				if err != nil {
 					if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
 						rt.Fatalf("neither admitted nor refused by admission: %v", err)
@@ -81,12 +97,16 @@ func TestTheGuardAdmitsNoGeneratedPodIstioWouldLeaveOpen(t *testing.T) {
 					return
 				}
 				admitted++
+				if creator == member && pod.Spec.ServiceAccountName == "waypoint" {
+					rt.Fatalf("the guard admitted a member's pod that runs as the waypoint")
+				}
 				if why := openUnder(mode, n.Labels, pod); why != "" {
 					y, _ := yaml.Marshal(pod)
 					rt.Fatalf("the guard admitted a pod Istio leaves open (%s):\n%s", why, y)
 				}
 			})
-			t.Logf("%s: %d generated pods admitted, %d refused", mode, admitted, refused)
+			t.Logf("%s: %d generated pods admitted, %d refused (%d made by a member, %d by the ReplicaSet controller after a webhook)",
+				mode, admitted, refused, byController[false], byController[true])
 			require.Positive(t, admitted, "no generated pod was admitted: the generator makes nothing the guard lets through")
 			require.Positive(t, refused, "no generated pod was refused: the generator makes nothing the guard refuses")
 		})
@@ -150,6 +170,30 @@ func generatedPod(t *rapid.T, mode config.MeshMode) *corev1.Pod {
 		changeContainers(t, p)
 	}
 	return p
+}
+
+// mergePodDefault changes p as Kubeflow's PodDefault webhook merges a drawn PodDefault into it
+// (kubeflow components/admission-webhook/main.go applyPodDefaultsOnPod): its labels and
+// annotations into the pod's, its env into every container, Istio's switches among them.
+func mergePodDefault(t *rapid.T, p *corev1.Pod) {
+	bools := []string{"true", "false", "0", "1"}
+	setMaybe(t, p.Labels, "istio.io/dataplane-mode", "none")
+	setMaybe(t, p.Labels, "sidecar.istio.io/inject", bools...)
+	setMaybe(t, p.Annotations, "ambient.istio.io/bypass-inbound-capture", bools...)
+	setMaybe(t, p.Annotations, "sidecar.istio.io/inject", bools...)
+	setMaybe(t, p.Annotations, "traffic.sidecar.istio.io/excludeInboundPorts", "8080", "15020")
+	var env []corev1.EnvVar
+	if v, ok := maybe(t, "PodDefault DISABLE_ENVOY", "true", "false"); ok {
+		env = append(env, corev1.EnvVar{Name: "DISABLE_ENVOY", Value: v})
+	}
+	if v, ok := maybe(t, "PodDefault ISTIO_DUAL_STACK", "false", "true"); ok {
+		env = append(env, corev1.EnvVar{Name: "ISTIO_DUAL_STACK", Value: v})
+	}
+	for _, list := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+		for i := range list {
+			list[i].Env = append(list[i].Env, env...)
+		}
+	}
 }
 
 // changeContainers draws the containers Istio reads by name: istio-proxy kept, moved among the
