@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -230,24 +231,39 @@ func (h *harness) waitForNoPolicy(ns, user string) {
 	}, 60*time.Second, 100*time.Millisecond, "%s's policy is deleted", user)
 }
 
-// kfam adds and removes contributors with the guard installed, in the no-fork install as shipped
-// (the beside-kubeflow overlay's PluginConfig and guard): its POST of a contributor's policy is
-// admitted (kfam's ServiceAccount is one of guard.policyWriters), and so is its DELETE of the
-// policy once the authz plugin adopted it (a contributor's policy only grants, so deleting it
-// never opens the namespace). Before the guard let that DELETE through, every removal answered the
-// dashboard with the guard's refusal.
+// kfam adds and removes contributors with the guard installed, in both installs as shipped
+// (their PluginConfig, the guard rendered from it, the controller running as the build's
+// ServiceAccount): the no-fork overlay, where kfam's ServiceAccount is one of guard.policyWriters
+// and the reference controller runs as its own, and the fork, where the fork and kfam run as the
+// profiles controller's ServiceAccount. kfam's POST of a contributor's policy is admitted, and so
+// is its DELETE of the policy once the authz plugin adopted it (a contributor's policy only
+// grants, so deleting it never opens the namespace). Before the guard let that DELETE through,
+// every removal answered the dashboard with the guard's refusal.
 func TestKfamAddsAndRemovesContributorsWithTheGuardInstalled(t *testing.T) {
+	for _, build := range []struct{ dir, controllerSA string }{
+		{besideDir, "profile-plugins"}, {forkDir, "profiles-controller-service-account"},
+	} {
+		t.Run(build.dir, func(t *testing.T) { kfamUnderTheGuard(t, build.dir, build.controllerSA) })
+	}
+}
+
+func kfamUnderTheGuard(t *testing.T, dir, controllerSA string) {
 	env := envtest.StartFresh(t, 0)
-	cfg := pluginConfig(t, kustomize(t, besideDir))
+	cfg := pluginConfig(t, kustomize(t, dir))
 	fixture.InstallGuard(t, env.Client, cfg)
 	const ns = "kfam-guarded"
-	ctx := startManager(t, env.Config, ctrl.Options{}, cfg, nil)
+	fixture.ClusterAdmin(t, env.Client, "controller", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: controllerSA, Namespace: "kubeflow"})
+	controller := rest.CopyConfig(env.Config)
+	controller.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kubeflow:" + controllerSA,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kubeflow", "system:authenticated"}}
+	ctx := startManager(t, controller, ctrl.Options{}, cfg, nil)
 	h := &harness{t: t, env: env}
 	createProfile(t, env.Client, ns, "owner@example.com")
 	require.Eventually(t, func() bool {
 		n := &corev1.Namespace{}
 		return env.Client.Get(ctx, client.ObjectKey{Name: ns}, n) == nil && n.Labels["istio.io/dataplane-mode"] == "ambient"
-	}, 30*time.Second, 50*time.Millisecond)
+	}, 30*time.Second, 50*time.Millisecond, "the controller enrols the namespace under the guard")
+	h.programWaypoint(ns)
 
 	const kfamUser = "system:serviceaccount:kubeflow:profiles-controller-service-account"
 	fixture.ClusterAdmin(t, env.Client, "kfam", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "profiles-controller-service-account", Namespace: "kubeflow"})
