@@ -335,9 +335,10 @@ func (b builder) podChecks(m, old, s, what string) []Check {
 	exempt := fmt.Sprintf("!variables.managed || %s || request.userInfo.username in [%s]", allowed, strings.Join(mesh, ", "))
 	if old != "" {
 		// The waypoint's pods opt out (istio.io/dataplane-mode=none, sidecar.istio.io/inject=false,
-		// in istiod's waypoint template): the waypoint policy judges them, and refuses every pod
-		// running as the waypoint's ServiceAccount that Kubernetes' controllers did not make.
-		exempt += " || " + runsAs(s, b.cfg.Mesh.Waypoint.Name)
+		// in istiod's waypoint template): the waypoint policy judges them, and admits a pod that
+		// runs as the waypoint's ServiceAccount with istiod's managed label only as istiod's
+		// template makes it, from Kubernetes' controllers.
+		exempt += " || (" + runsAs(s, b.cfg.Mesh.Waypoint.Name) + " && " + hasKey(m, "labels", label.GatewayManaged.Name, "") + ")"
 	}
 	status := annotation.SidecarStatus.Name
 	var out []Check
@@ -607,7 +608,7 @@ func (b builder) kubeflow() policySpec {
 		rule("kubeflow.org", "*", []string{"experiments", "trials"}, admissionv1.Create, admissionv1.Update),
 		rule("sparkoperator.k8s.io", "*", []string{"sparkapplications", "scheduledsparkapplications"}, admissionv1.Create, admissionv1.Update),
 	})
-	s.addAll([]Check{podDefaultCheck(), b.podDefaultSelectorCheck(), b.notebookCheck(), katibCheck(), sparkCheck()})
+	s.addAll([]Check{podDefaultCheck(), b.podDefaultSelectorCheck(), b.podDefaultIdentityCheck(), b.notebookCheck(), katibCheck(), sparkCheck()})
 	return s
 }
 
@@ -677,7 +678,7 @@ func katibCheck() Check {
 			"has(object.spec.%[1]s.collector.customCollector.name) && object.spec.%[1]s.collector.customCollector.name in %[2]s)",
 			mc, istioContainerNames())
 	}
-	istio := "(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/')))"
+	istio := "(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('istio.io/') || k.contains('.istio.io/') || k.startsWith('gateway.networking.k8s.io/')))"
 	collector := "(has(object.spec) && (" + named("metricsCollectorSpec") + " || " + named("metricsCollector") + "))"
 	return chk("katib-istio", AssetPodCapture, "kubeflow/katib pkg/webhook/v1beta1/pod/inject_webhook.go Mutate, utils.go mutatePodMetadata",
 		"!(request.resource.resource in ['experiments', 'trials']) || !variables.managed || !("+istio+" || "+collector+")",
@@ -779,6 +780,24 @@ func podDefaultCheck() Check {
 			"also those of workloads, whose templates alone the guard judges, so Istio\\'s labels and annotations, DISABLE_ENVOY, ISTIO_DUAL_STACK or a container named "+
 			waypoint.SidecarContainer+", istio-init or istio-validation could take them out of the mesh or past the waypoint; "+
 			"set Istio\\'s keys on the workload\\'s pod template instead"+ask+"'")
+}
+
+// podDefaultIdentityCheck refuses Kubeflow's PodDefaults that would give a member's pods the
+// waypoint's identity or make them the waypoint Service's: the webhook sets a pod's
+// serviceAccountName from the PodDefault's and merges its labels (kubeflow components/
+// admission-webhook/main.go applyPodDefaultsOnPod), on pods kube-controller-manager creates from
+// templates the guard judged without them. The waypoint policy refuses such a pod at its creation
+// too; refused here, the member hears of it when creating the PodDefault.
+func (b builder) podDefaultIdentityCheck() Check {
+	wp := b.cfg.Mesh.Waypoint.Name
+	gatewayLabels := "(has(object.spec.labels) && object.spec.labels.exists(k, k.startsWith('gateway.networking.k8s.io/')))"
+	asWaypoint := "(has(object.spec.serviceAccountName) && object.spec.serviceAccountName == " + quote(wp) + ")"
+	return chk("poddefault-waypoint-identity", AssetWaypointIdentity, "kubeflow components/admission-webhook/main.go applyPodDefaultsOnPod (serviceAccountName, labels)",
+		"request.resource.resource != 'poddefaults' || !variables.managed || !has(object.spec) || !("+asWaypoint+" || "+gatewayLabels+")",
+		"a PodDefault may not run pods as the waypoint's ServiceAccount or give them the Gateway API's labels"+ask,
+		"'PodDefault ' + request.namespace + '/' + object.metadata.name + ': Kubeflow\\'s webhook sets the ServiceAccount and labels of the pods it selects, "+
+			"so this one would give them the identity the namespace\\'s policies admit as its waypoint ("+wp+"), or make them the waypoint Service\\'s; "+
+			"name another ServiceAccount and drop the gateway.networking.k8s.io/ labels"+ask+"'")
 }
 
 func (b builder) services() policySpec {

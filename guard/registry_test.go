@@ -172,6 +172,8 @@ func attacks() map[string]attack {
 			"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}, "labels": map[string]any{"istio.io/dataplane-mode": "none"}}))},
 		"kubeflow/poddefault-selects-waypoint": {asset: guard.AssetWaypointWorkload, do: member(cr("kubeflow.org/v1alpha1", "PodDefault", nil, nil, map[string]any{
 			"selector": map[string]any{}, "env": []any{map[string]any{"name": "ISTIO_BOOTSTRAP_OVERRIDE", "value": "/etc/mine/envoy.yaml"}}}))},
+		"kubeflow/poddefault-waypoint-identity": {asset: guard.AssetWaypointIdentity, do: member(cr("kubeflow.org/v1alpha1", "PodDefault", nil, nil, map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"app": "mine"}}, "serviceAccountName": wp}))},
 		"kubeflow/notebook-user-id-header": {asset: guard.AssetUserIdentity, do: member(cr("kubeflow.org/v1", "Notebook", nil,
 			map[string]string{"notebooks.kubeflow.org/http-headers-request-set": `{"kubeflow-userid":"alice@example.com"}`}, map[string]any{}))},
 		"kubeflow/katib-istio": {asset: guard.AssetPodCapture, do: member(cr("kubeflow.org/v1beta1", "Trial", map[string]string{"istio.io/dataplane-mode": "none"}, nil, map[string]any{}))},

@@ -42,7 +42,12 @@ func (b builder) waypointWorkload() policySpec {
 		rule("autoscaling", "*", []string{"horizontalpodautoscalers"}, all...),
 		rule("policy", "v1", []string{"poddisruptionbudgets"}, all...),
 		rule("discovery.k8s.io", "v1", []string{"endpointslices"}, all...),
-	}, admissionv1.Variable{Name: "writer", Expression: string(b.waypointWriter())})
+	}, admissionv1.Variable{Name: "writer", Expression: string(b.waypointWriter())},
+		admissionv1.Variable{Name: "kubernetes", Expression: b.kubernetes()})
+	// Kubernetes' controllers create pods from templates a webhook may have changed since (a
+	// PodDefault can set a pod's ServiceAccount and labels): their pod creations are judged too,
+	// and pass only as istiod's template makes the waypoint's pods.
+	s.untrusted = "!(" + b.trustedUsers() + " || ((" + b.kubernetes() + ") && !(request.resource.resource == 'pods' && request.operation == 'CREATE')))"
 	for _, c := range b.waypointWorkloadChecks() {
 		c.Expression = string(anyOf("!variables.managed", "variables.writer", expr(c.Expression)))
 		s.add(c)
@@ -93,7 +98,8 @@ func (b builder) waypointWorkloadChecks() []Check {
 			Passes: "istiod; the kubelets and the scheduler; Kubernetes' controllers (the waypoint's ReplicaSet)",
 			Source: "istio waypoint.yaml (the pods' serviceAccountName and labels); the waypoint Service selects " + label.IoK8sNetworkingGatewayGatewayName.Name,
 			Expression: string(anyOf(expr("request.resource.resource != 'pods'"), connect,
-				not(anyOf(b.waypointPod("object", wp), b.waypointPod("oldObject", wp))))),
+				not(anyOf(b.waypointPod("object", wp), b.waypointPod("oldObject", wp))),
+				allOf("variables.kubernetes", "request.operation == 'CREATE'", b.istiodsPod("object", wp)))),
 			Message: "only Kubernetes' controllers make and change the waypoint's pods, and no other pod runs as its ServiceAccount or carries its labels" + ask,
 			MessageExpression: (named + " + ': a pod that runs as the ServiceAccount " + wp + " or carries " + label.IoK8sNetworkingGatewayGatewayName.Name + " or " + label.GatewayManaged.Name +
 				" holds the waypoint\\'s identity or takes its traffic; only the waypoint\\'s own ReplicaSet makes such pods, and nobody changes them, adds containers to them or deletes them; " +
@@ -142,6 +148,17 @@ func (b builder) waypointPod(o, sa string) expr {
 	return allOf(expr(o+" != null"), anyOf(
 		allOf(field(e, "metadata", "labels"), expr(o+".metadata.labels.exists(k, k in "+string(list(label.IoK8sNetworkingGatewayGatewayName.Name, label.GatewayManaged.Name))+")")),
 		allOf(field(e, "spec"), expr(runsAs(o+".spec", sa)))))
+}
+
+// istiodsPod is whether the pod o (CEL) is one istiod's waypoint template makes: it runs as the
+// waypoint's ServiceAccount and carries both the Gateway's name and istiod's managed label. No
+// webhook a tenant feeds may add the managed label (the kubeflow policy refuses keys of Istio's
+// domain on PodDefaults and Katib's objects), and no template but istiod's carries it.
+func (b builder) istiodsPod(o, sa string) expr {
+	e := expr(o)
+	return allOf(expr(o+" != null"), field(e, "spec"), expr(runsAs(o+".spec", sa)),
+		labelIs(e+".metadata", label.IoK8sNetworkingGatewayGatewayName.Name, sa),
+		allOf(field(e, "metadata", "labels"), lit(label.GatewayManaged.Name)+" in "+e+".metadata.labels"))
 }
 
 // waypointTemplateOf is whether the workload o (CEL, possibly null) has a pod template of the

@@ -170,6 +170,15 @@ func TestWaypointPodsAreTheReplicaSetControllersAlone(t *testing.T) {
 	}
 	for _, maker := range []string{rsCtl, kcm} {
 		require.NoError(t, s.as(t, maker).Create(ctx, pod.DeepCopy(), client.DryRunAll), "%s makes the waypoint's pods", maker)
+		// A member's pod that a PodDefault set to run as the waypoint and labelled for its
+		// Service (R15 W-1): without istiod's managed label it is not istiod's.
+		merged := plainPod(ns, "mine-5f7d8-abcde")
+		merged.Spec.ServiceAccountName = wp
+		merged.Labels = map[string]string{"app": "mine", "gateway.networking.k8s.io/gateway-name": wp}
+		refusedBy(t, s.as(t, maker).Create(ctx, merged.DeepCopy(), client.DryRunAll), "waypoint/pods", "%s makes a member's pod a webhook set to run as the waypoint", maker)
+		merged.Labels = map[string]string{"app": "mine", "istio.io/dataplane-mode": "none"}
+		refusedByOneOf(t, s.as(t, maker).Create(ctx, merged, client.DryRunAll), []string{"waypoint/pods", "pods/dataplane-mode-none"},
+			"%s makes an opted-out pod that runs as the waypoint", maker)
 	}
 	require.NoError(t, s.as(t, rsCtl).Create(ctx, pod))
 	for _, user := range members() {

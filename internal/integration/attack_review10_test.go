@@ -83,7 +83,7 @@ func TestReview10PodDefaultsMayNotSelectTheWaypointsPods(t *testing.T) {
 	// PodDefault added to it, which is why the PodDefault itself is refused.
 	waypointPod := podWith(nil)
 	waypointPod.Name, waypointPod.Namespace = wp+"-7c9d8-abcde", ns
-	waypointPod.Labels = map[string]string{"gateway.networking.k8s.io/gateway-name": wp, "istio.io/dataplane-mode": "none",
+	waypointPod.Labels = map[string]string{"gateway.networking.k8s.io/gateway-name": wp, "gateway.istio.io/managed": "istio.io-mesh-controller", "istio.io/dataplane-mode": "none",
 		"sidecar.istio.io/inject": "false", "service.istio.io/canonical-name": wp, "pod-template-hash": "7c9d8"}
 	waypointPod.Spec.ServiceAccountName = wp
 	waypointPod.Spec.Containers[0].Name = "istio-proxy"
