@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -204,6 +205,14 @@ func attacks() map[string]attack {
 		"waypoint/endpoint-slices": {asset: guard.AssetWaypointWorkload, do: member(func(a *arena) client.Object {
 			return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "waypoint-mine", Namespace: a.ns, Labels: map[string]string{discoveryv1.LabelServiceName: wp}},
 				AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.9"}}}}
+		})},
+		"waypoint/scaling": {asset: guard.AssetWaypointWorkload, do: member(func(a *arena) client.Object {
+			return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: a.ns}, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: wp}, MaxReplicas: 20}}
+		})},
+		"waypoint/service-selectors": {asset: guard.AssetWaypointWorkload, do: member(func(a *arena) client.Object {
+			return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mirror", Namespace: a.ns}, Spec: corev1.ServiceSpec{
+				Selector: map[string]string{"gateway.networking.k8s.io/gateway-name": wp}, Ports: []corev1.ServicePort{{Port: 15020}}}}
 		})},
 		"waypoint/exec": {asset: guard.AssetWaypointWorkload, do: func(t *testing.T, a *arena) error {
 			return a.s.connect(t, editor, a.ns, "pods", "waypoint-7d4b9c-x2x4q", "exec")

@@ -36,14 +36,18 @@ func (b builder) waypointWorkload() policySpec {
 	s := b.spec(WaypointPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("apps", "v1", []string{"deployments", "deployments/scale", "replicasets", "replicasets/scale", "statefulsets", "daemonsets"}, all...),
 		rule("batch", "v1", []string{"jobs", "cronjobs"}, all...),
-		rule("", "v1", []string{"replicationcontrollers", "pods", "pods/status", "pods/ephemeralcontainers", "services", "endpoints", "serviceaccounts", "serviceaccounts/token"}, all...),
+		rule("", "v1", []string{"replicationcontrollers", "pods", "pods/status", "pods/ephemeralcontainers", "pods/resize", "services", "endpoints", "serviceaccounts", "serviceaccounts/token"}, all...),
 		rule("", "v1", []string{"secrets"}, admissionv1.Create, admissionv1.Update),
 		rule("", "v1", []string{"pods/exec", "pods/attach", "pods/portforward", "pods/proxy", "services/proxy"}, admissionv1.Connect),
 		rule("autoscaling", "*", []string{"horizontalpodautoscalers"}, all...),
 		rule("policy", "v1", []string{"poddisruptionbudgets"}, all...),
 		rule("discovery.k8s.io", "v1", []string{"endpointslices"}, all...),
 	}, admissionv1.Variable{Name: "writer", Expression: string(b.waypointWriter())},
-		admissionv1.Variable{Name: "kubernetes", Expression: b.kubernetes()})
+		admissionv1.Variable{Name: "kubernetes", Expression: b.kubernetes()},
+		// The object's name: a deletecollection reaches admission once per object, without a
+		// request name (k8s.io/apiserver pkg/registry/generic/registry/store.go DeleteCollection).
+		admissionv1.Variable{Name: "name", Expression: "has(request.name) && request.name != '' ? request.name : " +
+			"(oldObject != null && has(oldObject.metadata.name) ? oldObject.metadata.name : (object != null && has(object.metadata) && has(object.metadata.name) ? object.metadata.name : ''))"})
 	// Kubernetes' controllers create pods from templates a webhook may have changed since (a
 	// PodDefault can set a pod's ServiceAccount and labels): their pod creations are judged too,
 	// and pass only as istiod's template makes the waypoint's pods.
@@ -76,14 +80,14 @@ func (b builder) waypointWorkloadChecks() []Check {
 		{ID: "objects", Asset: AssetWaypointWorkload,
 			Passes:     "istiod; the kubelets and the scheduler",
 			Source:     "istio pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go (canManage: istiod takes over an object of the Gateway's name that carries gateway.istio.io/managed, keeping other managers' fields)",
-			Expression: string(anyOf(connect, not(allOf(in("request.resource.resource", waypointObjects...), eq("request.name", wp))))),
+			Expression: string(anyOf(connect, not(allOf(in("request.resource.resource", waypointObjects...), eq("variables.name", wp))))),
 			Message:    "the waypoint's Deployment, Service, autoscaler, disruption budget and endpoints are istiod's and Kubernetes' to write" + ask,
 			MessageExpression: (named + " + ': istiod deploys the waypoint " + wp + " under this name, and the namespace\\'s policies run in it; " +
 				"nobody else may create, change, scale or delete it, so choose another name" + ask + "'")},
 		{ID: "service-account", Asset: AssetWaypointIdentity,
 			Passes:     "istiod; the kubelets (tokens of the pods they run)",
 			Source:     "the ztunnel policy admits the waypoint's ServiceAccount; istio security/pkg/server/ca authenticates a CSR by a token of it",
-			Expression: string(anyOf(connect, not(allOf(eq("request.resource.resource", "serviceaccounts"), eq("request.name", wp))))),
+			Expression: string(anyOf(connect, not(allOf(eq("request.resource.resource", "serviceaccounts"), eq("variables.name", wp))))),
 			Message:    "the waypoint's ServiceAccount and its tokens are istiod's and the kubelet's" + ask,
 			MessageExpression: string("'ServiceAccount ' + request.namespace + '/' + request.name + (has(request.subResource) && request.subResource != '' ? ' (' + request.subResource + ')' : '') + " +
 				"': the namespace\\'s ztunnel policy admits whoever holds this identity, and istiod certifies it for any token of it; " +
@@ -121,6 +125,27 @@ func (b builder) waypointWorkloadChecks() []Check {
 			Message: "the waypoint Service's endpoints are Kubernetes' to write" + ask,
 			MessageExpression: (named + " + ': an EndpointSlice labelled " + discoveryv1.LabelServiceName + "=" + wp +
 				" adds its addresses to the waypoint\\'s Service, which would send the namespace\\'s traffic there; label it for your own Service" + ask + "'")},
+		{ID: "scaling", Asset: AssetWaypointWorkload,
+			Passes: "istiod; Kubernetes' controllers (the Deployment controller scales the waypoint's ReplicaSets)",
+			Source: "kubernetes pkg/controller/podautoscaler (an HPA scales the Deployment it names), pkg/controller/disruption (a PDB selecting the waypoint's pods holds their evictions), " +
+				"pkg/registry/apps/replicaset (replicasets/scale); a waypoint ReplicaSet is named <waypoint>-<hash>",
+			Expression: string(not(anyOf(
+				allOf(eq("request.resource.resource", "replicasets"), eq("request.subResource", "scale"), expr("variables.name.startsWith("+quote(wp+"-")+")")),
+				allOf(eq("request.resource.resource", "horizontalpodautoscalers"), expr("object != null"), field("object", "spec", "scaleTargetRef", "name"),
+					eq("object.spec.scaleTargetRef.name", wp)),
+				allOf(eq("request.resource.resource", "poddisruptionbudgets"), expr("object != null"), field("object", "spec", "selector"),
+					expr("((has(object.spec.selector.matchLabels) && object.spec.selector.matchLabels.exists(k, k in "+string(waypointKeys())+")) || "+
+						"(has(object.spec.selector.matchExpressions) && object.spec.selector.matchExpressions.exists(e, e.key in "+string(waypointKeys())+")))")),
+			))),
+			Message: "only istiod and Kubernetes scale the waypoint or budget its disruptions" + ask,
+			MessageExpression: named + " + ': it scales the waypoint or holds its pods\\' evictions, which istiod sizes from the admin\\'s configuration; " +
+				"target your own workloads" + ask + "'"},
+		{ID: "service-selectors", Asset: AssetWaypointWorkload,
+			Source: "kubernetes pkg/registry/core/service (services/proxy reaches the pods a Service selects); the waypoint's pods carry " + label.IoK8sNetworkingGatewayGatewayName.Name,
+			Expression: string(not(allOf(eq("request.resource.resource", "services"), expr("object != null"), field("object", "spec", "selector"),
+				expr("object.spec.selector.exists(k, k in "+string(waypointKeys())+")")))),
+			Message:           "a Service may not select the waypoint's pods" + ask,
+			MessageExpression: named + " + ': its selector picks the waypoint\\'s pods, whose ports nobody but the mesh should reach; select your own pods" + ask + "'"},
 		{ID: "exec", Asset: AssetWaypointWorkload,
 			Source: "kubernetes pkg/registry/core/pod/rest/subresources.go: exec, attach, port-forward and proxy are CONNECT requests naming the pod (a waypoint pod's name is the Deployment's, a ReplicaSet hash and a suffix)",
 			Expression: string(anyOf(not(connect), not(anyOf(
@@ -131,6 +156,12 @@ func (b builder) waypointWorkloadChecks() []Check {
 				"': the waypoint runs the namespace\\'s policies with the identity its ztunnel policy admits, so nobody may run commands in it or reach it past them; " +
 				"pods named " + wp + "-* are taken for the waypoint\\'s, so name your own pods otherwise" + ask + "'")},
 	}
+}
+
+// waypointKeys are the labels by which the waypoint's pods are selected: the Gateway's name and
+// istiod's managed label.
+func waypointKeys() expr {
+	return list(label.IoK8sNetworkingGatewayGatewayName.Name, label.GatewayManaged.Name)
 }
 
 // runsAs is whether the pod spec s (CEL) runs as the ServiceAccount sa; serviceAccount is the

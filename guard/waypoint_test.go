@@ -111,6 +111,17 @@ func TestWaypointObjectsAreIstiodsAlone(t *testing.T) {
 		refusedBy(t, c.Delete(ctx, dep.DeepCopy(), client.DryRunAll), "waypoint/objects", "%s: deleting the waypoint", user)
 	}
 	require.NoError(t, s.as(t, istiod).Update(ctx, dep.DeepCopy(), client.DryRunAll), "istiod re-applies its Deployment")
+	// A deletecollection reaches admission once per object, without a request name: the
+	// waypoint's objects stay refused, the member's own go.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: wp, Namespace: active}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"gateway.networking.k8s.io/gateway-name": wp}, Ports: []corev1.ServicePort{{Port: 15008}}}}
+	require.NoError(t, s.as(t, istiod).Create(ctx, svc), "istiod makes the waypoint Service")
+	refusedBy(t, s.as(t, editor).DeleteAllOf(ctx, &corev1.Service{}, client.InNamespace(active), client.DryRunAll), "waypoint/objects", "deletecollection of the namespace's Services")
+	rsScale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: wp + "-7d4b9c", Namespace: active}, Spec: autoscalingv1.ScaleSpec{Replicas: 0}}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: wp + "-7d4b9c", Namespace: active}, Spec: appsv1.ReplicaSetSpec{
+		Selector: dep.Spec.Selector, Template: dep.Spec.Template}}
+	require.NoError(t, s.as(t, kcm).Create(ctx, rs), "the Deployment controller makes the waypoint's ReplicaSet")
+	refusedBy(t, s.as(t, editor).SubResource("scale").Update(ctx, rs.DeepCopy(), client.WithSubResourceBody(rsScale), client.DryRunAll), "waypoint/scaling", "scaling the waypoint's ReplicaSet")
 	require.NoError(t, s.as(t, kcm).Delete(ctx, dep.DeepCopy(), client.DryRunAll), "the garbage collector deletes it with its Gateway")
 }
 

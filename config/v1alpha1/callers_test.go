@@ -120,8 +120,8 @@ authorization:
   - {name: culler, principal: cluster.local/ns/notebooks/sa/culler, dataPlane: sidecar}
 `))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"default", "istio-system", "knative-serving", "kube-*", "notebooks"}, c.ReservedNamespaces(),
-		"every caller's namespace; kubeflow only while a caller lives there")
+	assert.Equal(t, []string{"default", "istio-system", "knative-serving", "kube-*", "kubeflow", "notebooks"}, c.ReservedNamespaces(),
+		"every caller's namespace, and the namespaces of the identities the guard trusts (the controller's, kfam's: kubeflow)")
 
 	withBlocks, err := config.Parse([]byte(header + "authorization: {l4Exceptions: [{ipBlocks: [10.8.0.0/24, 'fd00::1']}]}\n"))
 	require.NoError(t, err)
@@ -214,5 +214,20 @@ func TestCallersThatWouldOverlapAreRefused(t *testing.T) {
 			_, err := config.Parse([]byte(header + "authorization:\n  platformCallers:\n" + strings.ReplaceAll("  "+callers, "\n-", "\n  -")))
 			assert.ErrorContains(t, err, "authorization.platformCallers[")
 		})
+	}
+}
+
+// The guard trusts its identities in every managed namespace, so none may live in a namespace a
+// Profile could have (a member may run pods as any ServiceAccount of their namespace).
+func TestTheGuardsIdentitiesNamespacesAreReserved(t *testing.T) {
+	c, err := config.Parse([]byte(header + `
+guard:
+  controllerServiceAccount: ops/controller
+  meshServiceAccounts: [mesh/istiod-canary]
+  policyWriters: [team-ci/ci]
+`))
+	require.NoError(t, err)
+	for _, ns := range []string{"ops", "mesh", "team-ci"} {
+		assert.Contains(t, c.ReservedNamespaces(), ns)
 	}
 }

@@ -115,7 +115,13 @@ func (c *Config) SetDefaults() {
 		g.PolicyWriters = []string{DefaultPolicyWriter}
 	}
 	if g.MeshServiceAccounts == nil {
-		g.MeshServiceAccounts = []string{m.IstiodNamespace + "/istiod"}
+		// Istio's chart names a revision's ServiceAccount istiod-<revision>
+		// (manifests/charts/istio-control/istio-discovery/templates/serviceaccount.yaml).
+		name := "istiod"
+		if m.Revision != "" {
+			name += "-" + m.Revision
+		}
+		g.MeshServiceAccounts = []string{m.IstiodNamespace + "/" + name}
 	}
 }
 

@@ -30,3 +30,25 @@ func TestGuardDefaultsAndValidation(t *testing.T) {
 		assert.ErrorContains(t, cfg.Validate(), want)
 	}
 }
+
+// A revisioned istiod runs as istiod-<revision> (Istio's chart), which the guard must let write
+// the waypoint's objects.
+func TestTheGuardTrustsTheRevisionsIstiod(t *testing.T) {
+	c, err := config.Parse([]byte(header + "mesh: {revision: 1-30}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"istio-system/istiod-1-30"}, c.Guard.MeshServiceAccounts)
+}
+
+// A break-glass group everyone is in, or a waypoint named as the ServiceAccounts every Profile's
+// namespace has, are refused with the field's path.
+func TestGuardIdentitiesNobodyOrEverybodyHasAreRefused(t *testing.T) {
+	for body, want := range map[string]string{
+		"guard: {breakGlassGroup: system:authenticated}\n":           "guard.breakGlassGroup",
+		"guard: {breakGlassGroup: 'system:serviceaccounts:team'}\n":  "guard.breakGlassGroup",
+		"mesh: {waypoint: {name: default-editor}}\n":                 "mesh.waypoint.name",
+	} {
+		_, err := config.Parse([]byte(header + body))
+		require.Error(t, err, body)
+		assert.Contains(t, err.Error(), want, body)
+	}
+}

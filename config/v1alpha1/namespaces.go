@@ -32,6 +32,12 @@ func (c *Config) ReservedNamespaces() []string {
 			out = append(out, ns)
 		}
 	}
+	// The guard trusts these identities in every managed namespace: a Profile's members may run
+	// pods as any ServiceAccount of their namespace, so none of them may live in one.
+	for _, sa := range append(append([]string{c.Guard.ControllerServiceAccount}, c.Guard.MeshServiceAccounts...), c.Guard.PolicyWriters...) {
+		ns, _, _ := strings.Cut(sa, "/")
+		out = append(out, ns)
+	}
 	out = append(out, c.Namespaces.Reserved...)
 	out = slices.DeleteFunc(out, func(s string) bool { return s == "" })
 	slices.Sort(out)

@@ -89,6 +89,10 @@ func (m *Mesh) validate(path *field.Path) field.ErrorList {
 		// istio.io/use-waypoint=none means "no waypoint", so a waypoint cannot be called that.
 		errs = append(errs, field.Invalid(wp.Child("name"), m.Waypoint.Name, `"none" is reserved by Istio to opt out of waypoints`))
 	}
+	if slices.Contains([]string{"default", "default-editor", "default-viewer"}, m.Waypoint.Name) {
+		// The waypoint's ServiceAccount has its name: the guard lets nothing else run as it.
+		errs = append(errs, field.Invalid(wp.Child("name"), m.Waypoint.Name, "is a ServiceAccount every Profile's namespace already has (the profiles controller's), which the waypoint's would be"))
+	}
 	if m.Waypoint.Namespace != "" {
 		errs = append(errs, field.Invalid(wp.Child("namespace"), m.Waypoint.Namespace,
 			"a shared waypoint is not supported: its owner policy would have to target every Service of every user "+
@@ -462,6 +466,9 @@ func dns1123Label(path *field.Path, v string) field.ErrorList {
 func (g *Guard) validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validServiceAccount(path.Child("controllerServiceAccount"), g.ControllerServiceAccount)...)
+	if everyone(g.BreakGlassGroup) {
+		errs = append(errs, field.Invalid(path.Child("breakGlassGroup"), g.BreakGlassGroup, "is a group Kubernetes puts users or ServiceAccounts in by themselves, so the guard would trust them all"))
+	}
 	if strings.TrimSpace(g.BreakGlassGroup) == "" || strings.ContainsAny(g.BreakGlassGroup, "'\\\n") {
 		errs = append(errs, field.Invalid(path.Child("breakGlassGroup"), g.BreakGlassGroup, "must be a group name, without quotes, backslashes or line breaks"))
 	}
@@ -485,6 +492,14 @@ func (g *Guard) validate(path *field.Path) field.ErrorList {
 		errs = append(errs, validServiceAccount(p, o.Namespace+"/"+o.ServiceAccount)...)
 	}
 	return errs
+}
+
+// everyone is whether group is one of the groups the API server gives whole classes of users
+// (k8s.io/apiserver pkg/authentication/user: system:authenticated, system:unauthenticated,
+// system:serviceaccounts, system:serviceaccounts:<namespace>).
+func everyone(group string) bool {
+	return slices.Contains([]string{"system:authenticated", "system:unauthenticated", "system:serviceaccounts"}, group) ||
+		strings.HasPrefix(group, "system:serviceaccounts:")
 }
 
 // MeshConfigKinds are the kinds guard.meshConfigAllowed may name: what the guard refuses in the
