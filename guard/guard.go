@@ -531,9 +531,7 @@ func (b builder) pods() policySpec {
 		rule("", "v1", []string{"pods", "pods/status"}, admissionv1.Create, admissionv1.Update),
 	}, sameMetadata()...)
 	s.untrusted = "!(" + b.trustedUsers() + " || ((" + b.kubernetes() + ") && request.operation != 'CREATE'))"
-	s.addAll(viaStatus(b.podChecks("object.metadata", "oldObject.metadata", "object.spec",
-		// A controller's pod has only a generateName when admission sees it.
-		"'Pod ' + request.namespace + '/' + (has(object.metadata.name) && object.metadata.name != '' ? object.metadata.name : object.metadata.generateName + '*')")))
+	s.addAll(viaStatus(b.podChecks("object.metadata", "oldObject.metadata", "object.spec", "'Pod ' + request.namespace + '/' + object.metadata.name")))
 	return s
 }
 
