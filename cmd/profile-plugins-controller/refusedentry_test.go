@@ -40,8 +40,10 @@ func TestRefusedWaypointEntryStillGoesIdleOnTime(t *testing.T) {
 		Spec: profilev1.ProfileSpec{Owner: fixture.User(owner), Plugins: []profilev1.Plugin{{
 			TypeMeta: metav1.TypeMeta{Kind: waypoint.ProfileKind}, Spec: &runtime.RawExtension{Raw: []byte(`{"replicas":3}`)}}}}}))
 	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "notebook-x1", Namespace: ns,
-		Labels: map[string]string{discoveryv1.LabelServiceName: "notebook"}}, AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.7"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}}}
+		// As the EndpointSlice controller writes it: only such a slice counts as activity.
+		Labels: map[string]string{discoveryv1.LabelServiceName: "notebook", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}}, AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.7"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "notebook-0"}}}}
 	require.NoError(t, c.Create(ctx, slice))
 	reconcile := func() (ctrl.Result, error) {
 		return h.r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: ns}})
