@@ -36,7 +36,8 @@ import (
 // In mode none only the guard is checked. It only reads, and only in those namespaces: a Get of each
 // Namespace, and Lists of Pods (with the field selector spec.serviceAccountName) and of ConfigMaps
 // (with the class-defaults label); and cluster-wide, a Get of each guard policy and of the default
-// deny, and a List of ValidatingAdmissionPolicyBindings. r should read the API server directly (a manager's
+// deny, a List of ValidatingAdmissionPolicyBindings, and Lists of the Namespaces and of the mesh
+// configuration the guard refuses in user namespaces (platform/meshconfig.go). r should read the API server directly (a manager's
 // APIReader): a cache would need an index on spec.serviceAccountName and would hold every Pod of
 // the cluster.
 func Check(ctx context.Context, r client.Reader, cfg *config.Config) (Report, error) {
@@ -87,6 +88,11 @@ func checkMesh(ctx context.Context, r client.Reader, cfg *config.Config, report 
 		}
 		report.Findings = append(report.Findings, f...)
 	}
+	f, err := checkMeshConfig(ctx, r, cfg)
+	if err != nil {
+		return err
+	}
+	report.Findings = append(report.Findings, f...)
 	return nil
 }
 

@@ -45,6 +45,10 @@ const (
 	// FindingWaypointDefaultDenyMissing: the root namespace has no default deny for the waypoint
 	// class, or one that differs from it.
 	FindingWaypointDefaultDenyMissing FindingKind = "WaypointDefaultDenyMissing"
+	// FindingMeshConfigInUserNamespace: mesh configuration the guard refuses in user namespaces
+	// (an EnvoyFilter, a Gateway other than the waypoint, ...) exists in one, unless
+	// guard.meshConfigAllowed names it.
+	FindingMeshConfigInUserNamespace FindingKind = "MeshConfigInUserNamespace"
 )
 
 // FindingKinds returns every kind, so that a metric can report zero for the absent ones.
@@ -52,7 +56,7 @@ func FindingKinds() []FindingKind {
 	return []FindingKind{FindingDataPlaneMismatch, FindingCallerNotInMesh, FindingCallerNamespaceMissing,
 		FindingIngressGatewayMissing, FindingWaypointCannotStart, FindingWaypointCannotStartIfRestricted,
 		FindingTrustedNamespaceUserControlled, FindingIPBlockCoversForwarder, FindingIdleAfterShorterThanStart,
-		FindingGuardMissing, FindingGuardUnbound, FindingGuardMisbound, FindingWaypointDefaultDenyMissing}
+		FindingGuardMissing, FindingGuardUnbound, FindingGuardMisbound, FindingWaypointDefaultDenyMissing, FindingMeshConfigInUserNamespace}
 }
 
 // What names the ingress gateway, the waypoint and an L4 exception in a Finding
