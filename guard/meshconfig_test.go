@@ -10,7 +10,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -62,4 +67,32 @@ func TestMeshConfigurationThatCouldWidenANamespaceIsRefused(t *testing.T) {
 	require.NoError(t, s.as(t, kfam).Create(ctx, contributor, client.DryRunAll), "kfam writes a contributor's policy")
 	refusedBy(t, c.Create(ctx, meshObject("gateway.networking.k8s.io/v1", "Gateway", ns, wp, map[string]any{"gatewayClassName": "istio-waypoint",
 		"listeners": []any{map[string]any{"name": "mesh", "port": int64(15008), "protocol": "HBONE"}}}), client.DryRunAll), "managed-objects/reserved-names", "the waypoint Gateway is the plugins'")
+}
+
+// Kubeflow's own writers keep working with the guard in force: the notebook controller culls a
+// notebook (scales its StatefulSet to 0) and writes its VirtualService; the stock profiles
+// controller writes its owner policy beside the plugins' (no-fork install); kfam writes a
+// contributor's; istiod's re-deploy is in TestWaypointObjectsAreIstiodsAlone.
+func TestKubeflowsWritersKeepWorkingUnderTheGuard(t *testing.T) {
+	t.Parallel()
+	s := guarded(t)
+	ctx := context.Background()
+	ns := s.namespace(t, "kf-writers")
+	const notebookController = "system:serviceaccount:kubeflow:notebook-controller-service-account"
+	require.NoError(t, s.env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "guard-test-notebook-controller"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: notebookController}}}))
+	nb := s.as(t, notebookController)
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "nb", Namespace: ns}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(1)),
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"statefulset": "nb"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"statefulset": "nb", "notebook-name": "nb"}}, Spec: plainPod("", "").Spec}}}
+	require.NoError(t, nb.Create(ctx, sts), "the notebook controller makes the notebook's StatefulSet")
+	sts.Spec.Replicas = ptr.To(int32(0))
+	require.NoError(t, nb.Update(ctx, sts, client.DryRunAll), "and culls it")
+	vs := meshObject("networking.istio.io/v1", "VirtualService", ns, "notebook-"+ns+"-nb", map[string]any{"hosts": []any{"*"},
+		"gateways": []any{"kubeflow/kubeflow-gateway"}, "http": []any{map[string]any{"route": []any{map[string]any{"destination": map[string]any{"host": "nb." + ns + ".svc.cluster.local"}}}}}})
+	require.NoError(t, nb.Create(ctx, vs, client.DryRunAll), "and routes to it")
+	owner := meshObject("security.istio.io/v1beta1", "AuthorizationPolicy", ns, "ns-owner-access-istio", map[string]any{
+		"rules": []any{map[string]any{"when": []any{map[string]any{"key": "source.namespace", "values": []any{ns}}}}}})
+	require.NoError(t, s.as(t, kfam).Create(ctx, owner, client.DryRunAll), "the stock profiles controller writes its owner policy")
 }
