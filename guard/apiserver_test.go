@@ -103,7 +103,7 @@ func guarded(t *testing.T) *server {
 		}))
 	}
 	cfg := config.Default()
-	cfg.Guard.MeshConfigAllowed = []config.MeshObject{{Kind: "EnvoyFilter", Name: "allowed-by-the-admin"}}
+	cfg.Guard.MeshConfigAllowed = []config.MeshObject{{Kind: "EnvoyFilter", Name: "allowed-by-the-admin"}, {Kind: "Gateway", Name: "ingress"}}
 	fixture.InstallGuard(t, env.Client, cfg)
 	shared = &server{env: env, cfg: cfg}
 	return shared

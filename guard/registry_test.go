@@ -214,6 +214,9 @@ func attacks() map[string]attack {
 			return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mirror", Namespace: a.ns}, Spec: corev1.ServiceSpec{
 				Selector: map[string]string{"gateway.networking.k8s.io/gateway-name": wp}, Ports: []corev1.ServicePort{{Port: 15020}}}}
 		})},
+		"waypoint/trust-root": {asset: guard.AssetWaypointWorkload, do: member(func(a *arena) client.Object {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "istio-ca-root-cert", Namespace: a.ns}, Data: map[string]string{"root-cert.pem": "mine"}}
+		})},
 		"waypoint/exec": {asset: guard.AssetWaypointWorkload, do: func(t *testing.T, a *arena) error {
 			return a.s.connect(t, editor, a.ns, "pods", "waypoint-7d4b9c-x2x4q", "exec")
 		}},

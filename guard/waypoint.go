@@ -18,6 +18,10 @@ const WaypointPolicy = "profile-plugins-guard-waypoint"
 // workloads and cronjobs policies judge.
 var templateKinds = []string{"deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "replicationcontrollers", "cronjobs"}
 
+// istioRootCert is the ConfigMap istiod writes in every namespace with the mesh's root
+// certificate (Istio's default trust bundle name).
+const istioRootCert = "istio-ca-root-cert"
+
 // waypointObjects are the kinds istiod writes for a waypoint Gateway, each under the Gateway's name
 // (manifests/charts/istio-control/istio-discovery/files/waypoint.yaml: Deployment, Service,
 // HorizontalPodAutoscaler, PodDisruptionBudget; the ServiceAccount is judged as an identity), and
@@ -38,6 +42,7 @@ func (b builder) waypointWorkload() policySpec {
 		rule("batch", "v1", []string{"jobs", "cronjobs"}, all...),
 		rule("", "v1", []string{"replicationcontrollers", "pods", "pods/status", "pods/ephemeralcontainers", "pods/resize", "services", "endpoints", "serviceaccounts", "serviceaccounts/token"}, all...),
 		rule("", "v1", []string{"secrets"}, admissionv1.Create, admissionv1.Update),
+		rule("", "v1", []string{"configmaps"}, all...),
 		rule("", "v1", []string{"pods/exec", "pods/attach", "pods/portforward", "pods/proxy", "services/proxy"}, admissionv1.Connect),
 		rule("autoscaling", "*", []string{"horizontalpodautoscalers"}, all...),
 		rule("policy", "v1", []string{"poddisruptionbudgets"}, all...),
@@ -100,10 +105,15 @@ func (b builder) waypointWorkloadChecks() []Check {
 				" naming the ServiceAccount " + wp + " is given its token, and with it the identity the namespace\\'s policies admit; name another ServiceAccount" + ask + "'")},
 		{ID: "pods", Asset: AssetWaypointIdentity,
 			Passes: "istiod; the kubelets and the scheduler; Kubernetes' controllers (the waypoint's ReplicaSet)",
-			Source: "istio waypoint.yaml (the pods' serviceAccountName and labels); the waypoint Service selects " + label.IoK8sNetworkingGatewayGatewayName.Name,
+			Source: "istio waypoint.yaml (the pods' serviceAccountName and labels), kube-gateway.yaml (an allowed Gateway's pods run as <name>-istio); the waypoint Service selects " + label.IoK8sNetworkingGatewayGatewayName.Name +
+				"; projectcalico libcalico-go workloadendpoint.go annotates pods through pods/status",
 			Expression: string(anyOf(expr("request.resource.resource != 'pods'"), connect,
 				not(anyOf(b.waypointPod("object", wp), b.waypointPod("oldObject", wp))),
-				allOf("variables.kubernetes", "request.operation == 'CREATE'", b.istiodsPod("object", wp)))),
+				allOf("variables.kubernetes", "request.operation == 'CREATE'", b.istiodsPod("object", wp)),
+				// A CNI plugin annotates every pod through its status (Calico's podIP); the
+				// status subresource keeps the spec, and the labels may not change there.
+				allOf(eq("request.subResource", "status"), expr("object != null && oldObject != null"),
+					expr("(has(object.metadata.labels) ? object.metadata.labels : {}) == (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})")))),
 			Message: "only Kubernetes' controllers make and change the waypoint's pods, and no other pod runs as its ServiceAccount or carries its labels" + ask,
 			MessageExpression: (named + " + ': a pod that runs as the ServiceAccount " + wp + " or carries " + label.IoK8sNetworkingGatewayGatewayName.Name + " or " + label.GatewayManaged.Name +
 				" holds the waypoint\\'s identity or takes its traffic; only the waypoint\\'s own ReplicaSet makes such pods, and nobody changes them, adds containers to them or deletes them; " +
@@ -132,10 +142,13 @@ func (b builder) waypointWorkloadChecks() []Check {
 			Expression: string(not(anyOf(
 				allOf(eq("request.resource.resource", "replicasets"), eq("request.subResource", "scale"), expr("variables.name.startsWith("+quote(wp+"-")+")")),
 				allOf(eq("request.resource.resource", "horizontalpodautoscalers"), expr("object != null"), field("object", "spec", "scaleTargetRef", "name"),
-					eq("object.spec.scaleTargetRef.name", wp)),
-				allOf(eq("request.resource.resource", "poddisruptionbudgets"), expr("object != null"), field("object", "spec", "selector"),
-					expr("((has(object.spec.selector.matchLabels) && object.spec.selector.matchLabels.exists(k, k in "+string(waypointKeys())+")) || "+
-						"(has(object.spec.selector.matchExpressions) && object.spec.selector.matchExpressions.exists(e, e.key in "+string(waypointKeys())+")))")),
+					anyOf(eq("object.spec.scaleTargetRef.name", wp), expr("object.spec.scaleTargetRef.name.startsWith("+quote(wp+"-")+")"))),
+				// A policy/v1 budget with an empty selector selects every pod of the namespace.
+				allOf(eq("request.resource.resource", "poddisruptionbudgets"), expr("object != null"), anyOf(
+					not(field("object", "spec", "selector")),
+					expr("!has(object.spec.selector.matchLabels) && !has(object.spec.selector.matchExpressions)"),
+					expr("(has(object.spec.selector.matchLabels) && object.spec.selector.matchLabels.exists(k, "+string(b.selectsWaypoint("k", "object.spec.selector.matchLabels[k]"))+"))"),
+					expr("(has(object.spec.selector.matchExpressions) && object.spec.selector.matchExpressions.exists(e, e.key in "+string(waypointKeys())+"))"))),
 			))),
 			Message: "only istiod and Kubernetes scale the waypoint or budget its disruptions" + ask,
 			MessageExpression: named + " + ': it scales the waypoint or holds its pods\\' evictions, which istiod sizes from the admin\\'s configuration; " +
@@ -143,9 +156,15 @@ func (b builder) waypointWorkloadChecks() []Check {
 		{ID: "service-selectors", Asset: AssetWaypointWorkload,
 			Source: "kubernetes pkg/registry/core/service (services/proxy reaches the pods a Service selects); the waypoint's pods carry " + label.IoK8sNetworkingGatewayGatewayName.Name,
 			Expression: string(not(allOf(eq("request.resource.resource", "services"), expr("object != null"), field("object", "spec", "selector"),
-				expr("object.spec.selector.exists(k, k in "+string(waypointKeys())+")")))),
+				expr("object.spec.selector.exists(k, "+string(b.selectsWaypoint("k", "object.spec.selector[k]"))+")")))),
 			Message:           "a Service may not select the waypoint's pods" + ask,
 			MessageExpression: named + " + ': its selector picks the waypoint\\'s pods, whose ports nobody but the mesh should reach; select your own pods" + ask + "'"},
+		{ID: "trust-root", Asset: AssetWaypointWorkload,
+			Passes:            "istiod (its namespace controller writes the ConfigMap in every namespace)",
+			Source:            "istio pilot/pkg/bootstrap/namespacecontroller.go writes istio-ca-root-cert; waypoint.yaml mounts it, and pilot-agent verifies istiod by it",
+			Expression:        string(not(allOf(eq("request.resource.resource", "configmaps"), eq("variables.name", istioRootCert)))),
+			Message:           "the mesh's root certificate in this namespace is istiod's" + ask,
+			MessageExpression: named + " + ': the waypoint and every sidecar of the namespace verify istiod by this root certificate, which istiod writes; leave it to istiod" + ask + "'"},
 		{ID: "exec", Asset: AssetWaypointWorkload,
 			Source: "kubernetes pkg/registry/core/pod/rest/subresources.go: exec, attach, port-forward and proxy are CONNECT requests naming the pod (a waypoint pod's name is the Deployment's, a ReplicaSet hash and a suffix)",
 			Expression: string(anyOf(not(connect), not(anyOf(
@@ -158,10 +177,17 @@ func (b builder) waypointWorkloadChecks() []Check {
 	}
 }
 
-// waypointKeys are the labels by which the waypoint's pods are selected: the Gateway's name and
-// istiod's managed label.
+// waypointKeys are the label keys only the waypoint's pods (and those of other Gateways istiod
+// deploys) carry, and the ReplicaSet's pod-template-hash: a selector on any of them may pick the
+// waypoint's pods (istio waypoint.yaml).
 func waypointKeys() expr {
-	return list(label.IoK8sNetworkingGatewayGatewayName.Name, label.GatewayManaged.Name)
+	return list(label.IoK8sNetworkingGatewayGatewayName.Name, label.GatewayManaged.Name, "gateway.networking.k8s.io/gateway-class-name", "pod-template-hash")
+}
+
+// selectsWaypoint is whether the selector entry key k (CEL) with value v may pick the waypoint's
+// pods: one of waypointKeys, or its canonical name (waypoint.yaml's service.istio.io/canonical-name).
+func (b builder) selectsWaypoint(k, v string) expr {
+	return anyOf(expr(k+" in "+string(waypointKeys())), allOf(eq(expr(k), "service.istio.io/canonical-name"), eq(expr(v), b.cfg.Mesh.Waypoint.Name)))
 }
 
 // runsAs is whether the pod spec s (CEL) runs as the ServiceAccount sa; serviceAccount is the
@@ -181,15 +207,25 @@ func (b builder) waypointPod(o, sa string) expr {
 		allOf(field(e, "spec"), expr(runsAs(o+".spec", sa)))))
 }
 
-// istiodsPod is whether the pod o (CEL) is one istiod's waypoint template makes: it runs as the
-// waypoint's ServiceAccount and carries both the Gateway's name and istiod's managed label. No
-// webhook a tenant feeds may add the managed label (the kubeflow policy refuses keys of Istio's
-// domain on PodDefaults and Katib's objects), and no template but istiod's carries it.
+// istiodsPod is whether the pod o (CEL) is one istiod's templates make: istiod's managed label,
+// and either the waypoint's ServiceAccount and Gateway name, or the name of a Gateway the admin
+// allows (guard.meshConfigAllowed) and not the waypoint's ServiceAccount. No webhook a tenant
+// feeds may add the managed label (the kubeflow policy refuses keys of Istio's domain on
+// PodDefaults and Katib's objects), and no template but istiod's carries it.
 func (b builder) istiodsPod(o, sa string) expr {
 	e := expr(o)
-	return allOf(expr(o+" != null"), field(e, "spec"), expr(runsAs(o+".spec", sa)),
-		labelIs(e+".metadata", label.IoK8sNetworkingGatewayGatewayName.Name, sa),
-		allOf(field(e, "metadata", "labels"), lit(label.GatewayManaged.Name)+" in "+e+".metadata.labels"))
+	managed := allOf(field(e, "metadata", "labels"), lit(label.GatewayManaged.Name)+" in "+e+".metadata.labels")
+	waypointsOwn := allOf(expr(runsAs(o+".spec", sa)), labelIs(e+".metadata", label.IoK8sNetworkingGatewayGatewayName.Name, sa))
+	var allowed []string
+	for _, m := range b.cfg.Guard.MeshConfigAllowed {
+		if m.Kind == "Gateway" {
+			allowed = append(allowed, m.Name)
+		}
+	}
+	gwName := label.IoK8sNetworkingGatewayGatewayName.Name
+	allowedOwn := allOf(not(expr(runsAs(o+".spec", sa))), field(e, "metadata", "labels"), lit(gwName)+" in "+e+".metadata.labels",
+		in(e+".metadata.labels["+lit(gwName)+"]", allowed...))
+	return allOf(expr(o+" != null"), field(e, "spec"), managed, anyOf(waypointsOwn, allowedOwn))
 }
 
 // waypointTemplateOf is whether the workload o (CEL, possibly null) has a pod template of the

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -295,4 +296,55 @@ func TestPodsAreJudgedWhoeverCreatesThem(t *testing.T) {
 	require.NoError(t, s.env.Client.Get(ctx, client.ObjectKeyFromObject(optOut), old))
 	old.Finalizers = []string{"example.com/kept"}
 	require.NoError(t, s.as(t, kcm).Update(ctx, old, client.DryRunAll), "kube-controller-manager updates it")
+}
+
+// What the review of the fixed guard found it refused that it must not, and what it let through:
+// a CNI plugin's status annotation of the waypoint's pods (Calico), the pods of a Gateway the admin
+// allows, an HPA on the waypoint's ReplicaSet, and budgets and Services that select the waypoint's
+// pods by another of their labels or by none.
+func TestWaypointReviewFindingsOfTheFixedGuard(t *testing.T) {
+	t.Parallel()
+	s := guarded(t)
+	ctx := context.Background()
+	ns := s.namespace(t, "wp-review")
+	const calico = "system:serviceaccount:calico-system:calico-cni-plugin"
+	require.NoError(t, s.env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "guard-test-calico"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: calico}}}))
+	pod := waypointPod(ns, "waypoint-7d4b9c-c4l1c")
+	require.NoError(t, s.as(t, rsCtl).Create(ctx, pod))
+	annotated := pod.DeepCopy()
+	annotated.Annotations = map[string]string{"cni.projectcalico.org/podIP": "10.1.2.3/32"}
+	require.NoError(t, s.as(t, calico).SubResource("status").Update(ctx, annotated, client.DryRunAll), "Calico annotates the waypoint's pod through its status")
+	relabelled := pod.DeepCopy()
+	relabelled.Labels["mine"] = "x"
+	refusedBy(t, s.as(t, calico).SubResource("status").Update(ctx, relabelled, client.DryRunAll), "waypoint/pods", "but may not change its labels there")
+
+	ingress := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ingress-istio-5c6d-abcde", Namespace: ns, Labels: map[string]string{
+		"gateway.networking.k8s.io/gateway-name": "ingress", "gateway.istio.io/managed": "istio.io-gateway-controller"}},
+		Spec: corev1.PodSpec{ServiceAccountName: "ingress-istio", Containers: []corev1.Container{{Name: "istio-proxy", Image: "proxyv2"}}}}
+	require.NoError(t, s.as(t, rsCtl).Create(ctx, ingress.DeepCopy(), client.DryRunAll), "the pods of a Gateway guard.meshConfigAllowed names")
+	ingress.Labels["gateway.networking.k8s.io/gateway-name"] = "side-door"
+	refusedBy(t, s.as(t, rsCtl).Create(ctx, ingress, client.DryRunAll), "waypoint/pods", "but not of one it does not name")
+
+	c := s.as(t, widened)
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: ns}, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "waypoint-7d4b9c"}, MinReplicas: ptr.To(int32(20)), MaxReplicas: 20}}
+	refusedBy(t, c.Create(ctx, hpa, client.DryRunAll), "waypoint/scaling", "an HPA on the waypoint's ReplicaSet")
+	for name, sel := range map[string]*metav1.LabelSelector{
+		"empty":          {},
+		"class":          {MatchLabels: map[string]string{"gateway.networking.k8s.io/gateway-class-name": "istio-waypoint"}},
+		"canonical-name": {MatchLabels: map[string]string{"service.istio.io/canonical-name": wp}},
+		"template-hash":  {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "pod-template-hash", Operator: metav1.LabelSelectorOpExists}}},
+	} {
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "pdb-" + name, Namespace: ns}, Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)), Selector: sel}}
+		refusedBy(t, c.Create(ctx, pdb, client.DryRunAll), "waypoint/scaling", "a budget selecting the waypoint's pods by %s", name)
+	}
+	own := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "pdb-own", Namespace: ns}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MaxUnavailable: ptr.To(intstr.FromInt32(0)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	require.NoError(t, c.Create(ctx, own, client.DryRunAll), "a budget of the member's own pods")
+	mirror := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mirror", Namespace: ns}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"service.istio.io/canonical-name": wp}, Ports: []corev1.ServicePort{{Port: 15020}}}}
+	refusedBy(t, c.Create(ctx, mirror, client.DryRunAll), "waypoint/service-selectors", "a Service selecting the waypoint's pods by their canonical name")
 }
