@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -86,21 +85,27 @@ func (p Policy) CheckReserved(profile *profilev1.Profile) error {
 	return nil
 }
 
-// CheckNamespaceName refuses a Profile whose name cannot name a namespace. A Profile is
-// cluster-scoped, so the API server accepts any DNS-1123 subdomain as its name (dots, up to 253
-// characters), while a namespace's name must be a DNS-1123 label (no dots, at most 63
-// characters). For a Profile such as "team.a" the namespace can never exist: reading it fails or
-// finds nothing on every call, and without this refusal the controller would retry with backoff
-// forever and never say why. The refusal is a [NamespaceError], so it is terminal and reported.
+// CheckNamespaceName refuses a Profile whose name cannot name a namespace ([profilev1.Validate]'s
+// metadata.name). A Profile is cluster-scoped, so the API server accepts any DNS-1123 subdomain as
+// its name (dots, up to 253 characters), while a namespace's name must be a DNS-1123 label (no
+// dots, at most 63 characters). For a Profile such as "team.a" the namespace can never exist:
+// reading it fails or finds nothing on every call, and without this refusal the controller would
+// retry with backoff forever and never say why. The refusal is a [NamespaceError], so it is
+// terminal and reported.
 func CheckNamespaceName(profile *profilev1.Profile) error {
-	msgs := validation.IsDNS1123Label(profile.Name)
+	var msgs []string
+	for _, e := range profilev1.Validate(profile) {
+		if e.Field == "metadata.name" {
+			msgs = append(msgs, e.Error())
+		}
+	}
 	if len(msgs) == 0 {
 		return nil
 	}
 	return &NamespaceError{Namespace: profile.Name, Profile: profile.Name,
-		Rule: fmt.Sprintf("a Profile's namespace has the Profile's name, and %q is no namespace name (validation.IsDNS1123Label: %s); "+
+		Rule: fmt.Sprintf("a Profile's namespace has the Profile's name, and %s; "+
 			"delete the Profile and create it under a name of at most 63 lowercase letters, digits and '-'",
-			profile.Name, strings.Join(msgs, "; "))}
+			strings.Join(msgs, "; "))}
 }
 
 // Check returns a [NamespaceError] unless ns is profile's under the policy.

@@ -94,9 +94,15 @@ func (r *Reconciler) record(ctx context.Context, obj client.Object, res *runner.
 // does, with the owner annotation and the Profile as controller. An existing namespace is never
 // changed here, even one that is not the Profile's (the runner refuses it and says why), and a
 // reserved name is never created: a user must not get kubeflow or istio-system by registering
-// before the platform is installed.
+// before the platform is installed. Nor is one made for a Profile profilev1.Validate refuses (a
+// name no namespace may have, such as "team.a"): the API server would refuse the namespace, and
+// that error, returned before the runner ran, left the Profile without a condition and retried
+// with backoff forever; the runner refuses the Profile, and the condition names the field.
 func (r *Reconciler) ensureNamespace(ctx context.Context, profile *profilev1.Profile) error {
 	if _, reserved := r.Runner.Namespaces.ReservedBy(profile.Name); reserved {
+		return nil
+	}
+	if len(profilev1.Validate(profile)) > 0 {
 		return nil
 	}
 	ns := &corev1.Namespace{}

@@ -1,0 +1,25 @@
+package profilev1
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Validate returns what in p no controller can act on although the Profile CRD accepts it, each
+// error naming its field path and value. A Profile's namespace has the Profile's name, and a
+// Profile, being cluster-scoped, may be named like a DNS-1123 subdomain ("team.a", up to 253
+// characters) where a namespace's name must be a DNS-1123 label (Kubernetes
+// pkg/apis/core/validation ValidateNamespaceName is apimachinery's ValidateNamespaceName, that
+// is IsDNS1123Label).
+func Validate(p *Profile) field.ErrorList {
+	var errs field.ErrorList
+	name := field.NewPath("metadata", "name")
+	if p.Name == "" {
+		errs = append(errs, field.Required(name, "the profile's name is its namespace's name"))
+	} else if msgs := validation.IsDNS1123Label(p.Name); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(name, p.Name, "the profile's name is its namespace's name, which must be a DNS-1123 label: "+strings.Join(msgs, "; ")))
+	}
+	return errs
+}
