@@ -116,7 +116,27 @@ func (p Policy) Check(profile *profilev1.Profile, ns *corev1.Namespace) error {
 	if err := p.CheckReserved(profile); err != nil {
 		return err
 	}
-	return p.checkOwner(profile, ns)
+	if err := p.checkOwner(profile, ns); err != nil {
+		return err
+	}
+	return checkGuarded(profile, ns)
+}
+
+// checkGuarded refuses a namespace whose [OwnerAnnotation] is there but empty, as the profiles
+// controller writes it for a Profile without an owner, also when the Profile controls the
+// namespace: the admission guard manages only namespaces whose owner annotation is not empty
+// (guard/guard.go managed), and the runner must not enrol a namespace the guard leaves open. A
+// namespace without the annotation is still the Profile's by its controller reference (the
+// profiles controller writes the annotation on every namespace it makes; only an admin can
+// remove it). [Policy.Claimable] does not ask this: it answers who could own the namespace's
+// pods, which the annotation does not change.
+func checkGuarded(profile *profilev1.Profile, ns *corev1.Namespace) error {
+	if owner, annotated := ns.Annotations[OwnerAnnotation]; !annotated || owner != "" {
+		return nil
+	}
+	return &NamespaceError{Namespace: ns.Name, Profile: profile.Name, Rule: fmt.Sprintf(
+		"its %q annotation is empty, so the admission guard does not protect it (it manages only namespaces whose annotation names an owner); "+
+			"give the Profile an owner (spec.owner.name) and set the annotation to it", OwnerAnnotation)}
 }
 
 // checkOwner is Check's rule of who a namespace is for, without the name and reserved checks:

@@ -130,6 +130,11 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 		return res
 	}
 	ns, obs, notServed, err := r.observe(ctx, profile.Name)
+	if errors.Is(err, ErrNamespaceNotFound) {
+		// No namespace is made for a Profile without an owner (see checkProfile): say why,
+		// rather than wait for one.
+		err = errors.Join(err, checkProfile(profile))
+	}
 	if err != nil {
 		res.Errors = append(res.Errors, err)
 		return res

@@ -39,3 +39,25 @@ func TestAProfileWhoseNameCannotBeANamespaceGetsATerminalCondition(t *testing.T)
 	assert.Contains(t, conds[0].Message, "must be a DNS-1123 label: must not contain dots")
 	assert.False(t, h.exists(&corev1.Namespace{}, "", name))
 }
+
+// The Profile CRD accepts spec.owner.name "". The controller used to make the namespace with an
+// empty owner annotation and enrol it, while the admission guard manages only namespaces whose
+// owner annotation is not empty (guard/guard.go managed): the runner protected a namespace the
+// guard did not. Now such a Profile is an input error naming spec.owner.name, and neither a
+// namespace nor anything in it is made for it.
+func TestAProfileWithoutAnOwnerGetsATerminalConditionAndNoNamespace(t *testing.T) {
+	h := newHarness(t, config.ModeAmbient)
+	const name = "ownerless"
+	createProfile(t, h.env.Client, name, "")
+	require.Empty(t, h.profile(name).Spec.Owner.Name, "the API server accepts it")
+
+	for range 2 {
+		_, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
+		require.ErrorIs(t, err, reconcile.TerminalError(nil), "an input error is reported, never retried")
+	}
+	conds := h.profile(name).Status.Conditions
+	require.Len(t, conds, 1)
+	assert.Equal(t, "False", conds[0].Status)
+	assert.Contains(t, conds[0].Message, "spec.owner.name: Required value")
+	assert.False(t, h.exists(&corev1.Namespace{}, "", name), "no namespace is made for a Profile without an owner")
+}

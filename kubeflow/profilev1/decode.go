@@ -87,9 +87,6 @@ func ParseYAML(data []byte) (*Profile, error) {
 		errs = append(errs, field.Invalid(field.NewPath("kind"), p.Kind, "must be "+Kind))
 	}
 	errs = append(errs, Validate(p)...)
-	if p.Spec.Owner.Name == "" {
-		errs = append(errs, field.Required(field.NewPath("spec", "owner", "name"), "a profile needs an owner"))
-	}
 	for i, pl := range p.Spec.Plugins {
 		if pl.Kind == "" {
 			errs = append(errs, field.Required(pluginsPath.Index(i).Child("kind"), "selects the plugin"))

@@ -24,6 +24,8 @@ func TestValidateNamesTheFieldNoControllerCanActOn(t *testing.T) {
 		{name: "64 characters: too long for a namespace", profile: profile(strings.Repeat("a", 64), "alice@example.com"),
 			want: []string{"metadata.name", "must be no more than 63 characters"}},
 		{name: "no name", profile: profile("", "alice@example.com"), want: []string{"metadata.name: Required value"}},
+		{name: "no owner: nothing may be enrolled for it", profile: profile("team-a", ""),
+			want: []string{"spec.owner.name: Required value", "nothing is enrolled or labelled"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
