@@ -17,7 +17,8 @@ import (
 )
 
 // DefaultWaitRequeue is how soon a waiting namespace is reconciled again when Runner.WaitRequeue
-// is zero. Controllers should also watch the objects waited for; this is the fallback.
+// is zero. Controllers should also watch the objects waited for; this is the fallback, which
+// kubeflow.Integration.MaxWaitRequeue spaces out while the wait is one such a watch ends.
 const DefaultWaitRequeue = 15 * time.Second
 
 // ErrNamespaceNotFound is returned when the Profile's namespace does not exist yet. The runner

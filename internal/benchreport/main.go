@@ -153,6 +153,8 @@ type apiKey struct{ pass, impl, n string }
 type data struct {
 	gen       map[string]*series // generation benchmarks, by name
 	genOrder  []string
+	waiting   map[string]*series // BenchmarkWaiting, by requeue policy
+	waitOrder []string
 	api       map[apiKey]*series
 	ns        []string            // the N values, ascending
 	informers map[string][]string // impl -> informers, first seen
@@ -162,7 +164,7 @@ type data struct {
 }
 
 func collect(raws []string) *data {
-	d := &data{gen: map[string]*series{}, api: map[apiKey]*series{}, informers: map[string][]string{}, writesBy: map[apiKey]string{},
+	d := &data{gen: map[string]*series{}, waiting: map[string]*series{}, api: map[apiKey]*series{}, informers: map[string][]string{}, writesBy: map[apiKey]string{},
 		cost: costData{cells: map[costKey]*series{}, latency: map[latencyKey]*series{}}}
 	seenN := map[string]bool{}
 	for _, raw := range raws {
@@ -180,6 +182,14 @@ func collect(raws []string) *data {
 		for _, r := range parse(raw) {
 			name, isAPI := strings.CutPrefix(r.name, "BenchmarkAPI/")
 			if !isAPI && d.cost.addCost(r) {
+				continue
+			}
+			if policy, ok := strings.CutPrefix(r.name, "BenchmarkWaiting/"); ok {
+				if d.waiting[policy] == nil {
+					d.waiting[policy] = &series{metrics: map[string]*stat{}}
+					d.waitOrder = append(d.waitOrder, policy)
+				}
+				d.waiting[policy].add(r)
 				continue
 			}
 			if !isAPI {
@@ -240,6 +250,7 @@ func write(w io.Writer, command string, m machine, raws []string, chart string) 
 	writeGoals(w, d)
 	writeCostGoals(w, &d.cost)
 	writeGeneration(w, d)
+	writeWaiting(w, d)
 	for _, n := range d.ns {
 		writeAPI(w, d, n)
 	}
@@ -266,6 +277,22 @@ func writeGeneration(w io.Writer, d *data) {
 	for _, name := range d.genOrder {
 		s := d.gen[name]
 		fmt.Fprintf(w, "| %s | %.1f | %.0f | %.0f | %d |\n", name, s.get("ns/op").median()/1000, s.get("B/op").median(), s.get("allocs/op").median(), s.runs)
+	}
+}
+
+// writeWaiting is BenchmarkWaiting's table: how often one namespace whose waypoint is not
+// Programmed is reconciled in an hour without events.
+func writeWaiting(w io.Writer, d *data) {
+	if len(d.waitOrder) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## Waiting namespace\n\nOne namespace whose waypoint never becomes Programmed (istiod down), the real plugins on a fake client, "+
+		"no event in the hour: *fixed* requeues every wait after the Runner's WaitRequeue (15 s), as the reference controller did; "+
+		"*backoff* doubles it up to kubeflow.DefaultMaxWaitRequeue while the namespace waits only for its waypoint (the Gateway watch ends the wait). "+
+		"Reconciles per hour of 1,000 such namespaces are 1,000 times these.\n\n| requeue | reconciles in the first hour | runs |\n| --- | ---: | ---: |\n")
+	for _, policy := range d.waitOrder {
+		s := d.waiting[policy]
+		fmt.Fprintf(w, "| %s | %.0f | %d |\n", policy, s.get("reconciles/h").median(), s.runs)
 	}
 }
 

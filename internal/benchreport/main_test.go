@@ -61,3 +61,12 @@ func TestGoalsFollowTheNumbers(t *testing.T) {
 	small := report(t, api("50", [3]string{"1", "1", "1"}, [3]string{"1", "1", "1"}, "40", "45"))
 	assert.Contains(t, small, "| peak RSS of the library at N=10000 ≤ the baseline's and ≤ 300 MiB | not measured | no N=10000 run; at N=50 it would be met: library 40 MiB, baseline 45 MiB |")
 }
+
+// The waiting benchmark has its own table: reconciles in an hour, fixed requeue and backoff.
+func TestWaitingNamespaceTable(t *testing.T) {
+	out := report(t, "BenchmarkWaiting/fixed-2 1 452388578 ns/op 240.0 reconciles/h\nBenchmarkWaiting/backoff-2 1 25463430 ns/op 11.00 reconciles/h\n")
+	assert.Contains(t, out, "## Waiting namespace")
+	assert.Contains(t, out, "| fixed | 240 | 1 |")
+	assert.Contains(t, out, "| backoff | 11 | 1 |")
+	assert.NotContains(t, out, "## Generation", "not a generation benchmark")
+}
