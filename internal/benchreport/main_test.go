@@ -70,3 +70,11 @@ func TestWaitingNamespaceTable(t *testing.T) {
 	assert.Contains(t, out, "| backoff | 11 | 1 |")
 	assert.NotContains(t, out, "## Generation", "not a generation benchmark")
 }
+
+// The switch benchmark has its own table, one row per N.
+func TestSwitchTable(t *testing.T) {
+	out := report(t, "BenchmarkSwitch/switch/ambient-to-sidecar/N=10-2 1 3868 ns/op 197.0 ms/namespace 0.6717 newcomer-s 0.3409 newcomer/switch 1.970 switch-s\n")
+	assert.Contains(t, out, "## Switch of mesh mode")
+	assert.Contains(t, out, "| ambient-to-sidecar | 10 | 1.97 | 197.0 | 0.67 | 0.34 |")
+	assert.NotContains(t, out, "## Generation", "not a generation benchmark")
+}
