@@ -105,7 +105,9 @@ test-open-findings: $(NEEDS_ENVTEST)
 	$(GO) test -count=1 -tags openfindings -run 'TestAWithdrawnOverride|TestRevokeOfASurvivingNamespaceDoesNotWait|TestAMetadataOnlyRestore|TestAPinnedRoutingLabel' ./internal/integration/
 
 ## bench: generation benchmarks (5 runs each) and the API benchmark with BENCH_N (1,000) namespaces full of
-## clutter, each implementation in its own process, BENCH_RUNS (3) rotated runs; then BENCHMARKS.md
+## clutter, each implementation in its own process, BENCH_RUNS (3) rotated runs; the waiting
+## namespace's requeues, the cost benchmark and an ambient-to-sidecar switch of BENCH_N namespaces
+## (BenchmarkSwitch); then BENCHMARKS.md
 ## (BENCH_OUT) from every raw file in bin/. Each raw file is written as it runs (bin/*.part) and
 ## replaces the last complete one only when its run succeeds, so a failed or interrupted run loses
 ## nothing measured before; `make bench-report` rewrites the report from what bin/ holds.
@@ -114,14 +116,17 @@ BENCH_SCALE_N ?= 10000
 BENCH_RUNS    ?= 3
 BENCH_OUT     ?= BENCHMARKS.md
 BENCH_COST = bash -o pipefail -c 'BENCH_PROFILES=$$0 $(GO) test -run "^$$" -bench Cost -benchtime 1x -timeout $$1 ./internal/bench/ | tee $(BIN)/bench-cost-$$0.txt.part && mv $(BIN)/bench-cost-$$0.txt.part $(BIN)/bench-cost-$$0.txt'
+BENCH_SWITCH = bash -o pipefail -c 'BENCH_PROFILES=$$0 $(GO) test -run "^$$" -bench Switch -benchtime 1x -timeout $$1 ./internal/bench/ | tee $(BIN)/bench-switch-$$0.txt.part && mv $(BIN)/bench-switch-$$0.txt.part $(BIN)/bench-switch-$$0.txt'
 BENCH_CHART ?= docs/cost-memory.svg
 BENCH_API = bash -o pipefail -c 'BENCH_PROFILES=$$0 BENCH_RUNS=$(BENCH_RUNS) $(GO) test -run "^$$" -bench API -benchtime 1x -timeout $$1 ./internal/bench/ | tee $(BIN)/bench-api-$$0.txt.part && mv $(BIN)/bench-api-$$0.txt.part $(BIN)/bench-api-$$0.txt'
 
 bench: $(NEEDS_ENVTEST)
 	@mkdir -p $(BIN)
 	bash -o pipefail -c '$(GO) test -run "^$$" -bench "Generate|FullSet" -benchmem -count 5 ./internal/bench/ | tee $(BIN)/bench-gen.txt.part' && mv $(BIN)/bench-gen.txt.part $(BIN)/bench-gen.txt
+	bash -o pipefail -c '$(GO) test -run "^$$" -bench "Waiting" -benchtime 1x ./internal/bench/ | tee $(BIN)/bench-waiting.txt.part' && mv $(BIN)/bench-waiting.txt.part $(BIN)/bench-waiting.txt
 	$(BENCH_API) $(BENCH_N) 120m
 	$(BENCH_COST) $(BENCH_N) 120m
+	$(BENCH_SWITCH) $(BENCH_N) 60m
 	@$(MAKE) --no-print-directory bench-report
 
 ## bench-scale: the API benchmark with BENCH_SCALE_N (10,000) namespaces; added to BENCHMARKS.md. Hours.
@@ -140,7 +145,7 @@ bench-scale: $(NEEDS_ENVTEST)
 ## bench-report: BENCH_OUT from the raw files in bin/ (the report orders the N values itself).
 bench-report:
 	$(GO) run ./internal/benchreport -command "make bench bench-scale" -chart $(BENCH_CHART) $(wildcard $(BIN)/bench-gen.txt) \
-	  $(wildcard $(BIN)/bench-api-*.txt) $(wildcard $(BIN)/bench-cost-*.txt) > $(BENCH_OUT).tmp && mv $(BENCH_OUT).tmp $(BENCH_OUT)
+	  $(wildcard $(BIN)/bench-waiting.txt) $(wildcard $(BIN)/bench-switch-*.txt) $(wildcard $(BIN)/bench-api-*.txt) $(wildcard $(BIN)/bench-cost-*.txt) > $(BENCH_OUT).tmp && mv $(BENCH_OUT).tmp $(BENCH_OUT)
 
 ## envtest: build kube-apiserver (k8s.io/kubernetes v1.37.2) and etcd (v3.6.16) from Go modules into
 ## bin/, each in its own tool module under hack/. Skips what is built; the first build takes minutes.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,6 +23,11 @@ import (
 // (v1, v1beta1) is accepted because they share one schema.
 var ProfileKind = schema.GroupKind{Group: profilev1.GroupVersion.Group, Kind: profilev1.Kind}
 
+// DefaultMaxWaitRequeue is the cap cmd/profile-plugins-controller sets as
+// [Integration.MaxWaitRequeue]: a namespace waiting for its waypoint is reconciled about eleven
+// times in its first hour instead of 240 times (BENCHMARKS.md, "Waiting namespace").
+const DefaultMaxWaitRequeue = 10 * time.Minute
+
 // Integration runs the plugins from the profiles controller's reconciler. Apply and Revoke map
 // the Result to what Reconcile returns, the same way for every controller built on it (see
 // [Outcome]).
@@ -37,6 +43,17 @@ type Integration struct {
 	// retried. An error it returns (a status write the API server refused) is what Apply returns,
 	// wrapped, for controller-runtime's backoff.
 	AfterApply func(ctx context.Context, profile client.Object, res *runner.Result) error
+	// MaxWaitRequeue, if set, spaces the requeues of a Profile that waits only for its waypoint
+	// (a Gateway not yet Programmed, for example while istiod is down): the first after the
+	// Runner's WaitRequeue, then twice as long each Apply that still waits so, up to
+	// MaxWaitRequeue. Set it only where the controller watches the Gateways and
+	// AuthorizationPolicies the Profile controls (Owns, as cmd/profile-plugins-controller and
+	// examples/fork do): the watch ends such a wait, and the requeue is a fallback. Zero requeues
+	// every wait after WaitRequeue. Other waits (pods to leave) keep WaitRequeue: no watch sees
+	// them end.
+	MaxWaitRequeue time.Duration
+
+	memory memory
 }
 
 // Apply runs the plugins for profile, the controller's own Profile object, and says what the
@@ -54,10 +71,29 @@ func (i *Integration) Apply(ctx context.Context, profile client.Object) (ctrl.Re
 		}
 	}
 	out, err := Outcome(res)
-	if inputErr := res.Err(); err == nil && inputErr != nil {
+	out = i.spaceWaits(profile, res, out)
+	if inputErr := res.Err(); err == nil && inputErr != nil && i.memory.newError(profile, inputErr.Error()) {
+		// Once per change: a waiting namespace comes back with the same error again and again.
 		log.FromContext(ctx).Error(inputErr, "input errors; requeued for a wait or a deadline of the plugins", "profile", profile.GetName(), "requeueAfter", out.RequeueAfter)
 	}
 	return out, err
+}
+
+// spaceWaits lengthens out's requeue while profile waits only for what the controller watches
+// (see MaxWaitRequeue), never beyond a plugin's own deadline.
+func (i *Integration) spaceWaits(profile client.Object, res *runner.Result, out ctrl.Result) ctrl.Result {
+	n := i.memory.waited(profile, i.MaxWaitRequeue > 0 && out.RequeueAfter > 0 && waitsOnWatch(res))
+	if n == 0 {
+		return out
+	}
+	after := backedOff(out.RequeueAfter, i.MaxWaitRequeue, n)
+	for _, pr := range res.Plugins {
+		if pr.RequeueAfter > 0 {
+			after = min(after, pr.RequeueAfter)
+		}
+	}
+	out.RequeueAfter = after
+	return out
 }
 
 // Revoke removes what the plugins made for profile and the labels they own, for the controller's
@@ -76,6 +112,7 @@ func (i *Integration) Revoke(ctx context.Context, profile client.Object) (ctrl.R
 	i.report(ctx, profile, res)
 	out, err := outcome(res, false)
 	if err == nil && out.IsZero() {
+		i.memory.forget(profile)
 		if inputErr := res.Err(); inputErr != nil {
 			log.FromContext(ctx).Error(inputErr, "revoke reported input errors; they do not hold the finalizer", "profile", profile.GetName())
 		}
@@ -137,7 +174,9 @@ func outcome(res *runner.Result, inputTerminal bool) (ctrl.Result, error) {
 
 func (i *Integration) report(ctx context.Context, profile client.Object, res *runner.Result) {
 	logger := log.FromContext(ctx).WithValues("profile", profile.GetName())
-	for _, w := range res.Warnings() {
+	// Each warning once per change: a waiting namespace comes back again and again with the
+	// same ones.
+	for _, w := range i.memory.newWarnings(profile, res.Warnings()) {
 		logger.Info("plugin warning", "warning", w)
 	}
 	if res.Changed() {

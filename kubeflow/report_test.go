@@ -96,3 +96,18 @@ func TestApplyLogsTheInputErrorsItReturnsNoErrorFor(t *testing.T) {
 		assert.Empty(t, containing(lines, "input errors; requeued"), "owner %q: %v", owner, lines)
 	}
 }
+
+// A waiting namespace comes back with the same input error on every requeue: it is logged once
+// per change, not on every pass.
+func TestAnInputErrorWhileWaitingIsLoggedOncePerChange(t *testing.T) {
+	in, _ := newIntegration(t)
+	var lines []string
+	for range 3 {
+		_, err := in.Apply(logged(&lines), aliceProfile("alice@example.com "))
+		require.NoError(t, err)
+	}
+	assert.Len(t, containing(lines, "input errors; requeued"), 1, "%v", lines)
+	_, err := in.Apply(logged(&lines), aliceProfile("alice@example.com  "))
+	require.NoError(t, err)
+	assert.Len(t, containing(lines, "input errors; requeued"), 2, "a changed error is logged again")
+}

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -86,21 +85,27 @@ func (p Policy) CheckReserved(profile *profilev1.Profile) error {
 	return nil
 }
 
-// CheckNamespaceName refuses a Profile whose name cannot name a namespace. A Profile is
-// cluster-scoped, so the API server accepts any DNS-1123 subdomain as its name (dots, up to 253
-// characters), while a namespace's name must be a DNS-1123 label (no dots, at most 63
-// characters). For a Profile such as "team.a" the namespace can never exist: reading it fails or
-// finds nothing on every call, and without this refusal the controller would retry with backoff
-// forever and never say why. The refusal is a [NamespaceError], so it is terminal and reported.
+// CheckNamespaceName refuses a Profile whose name cannot name a namespace ([profilev1.Validate]'s
+// metadata.name). A Profile is cluster-scoped, so the API server accepts any DNS-1123 subdomain as
+// its name (dots, up to 253 characters), while a namespace's name must be a DNS-1123 label (no
+// dots, at most 63 characters). For a Profile such as "team.a" the namespace can never exist:
+// reading it fails or finds nothing on every call, and without this refusal the controller would
+// retry with backoff forever and never say why. The refusal is a [NamespaceError], so it is
+// terminal and reported.
 func CheckNamespaceName(profile *profilev1.Profile) error {
-	msgs := validation.IsDNS1123Label(profile.Name)
+	var msgs []string
+	for _, e := range profilev1.Validate(profile) {
+		if e.Field == "metadata.name" {
+			msgs = append(msgs, e.Error())
+		}
+	}
 	if len(msgs) == 0 {
 		return nil
 	}
 	return &NamespaceError{Namespace: profile.Name, Profile: profile.Name,
-		Rule: fmt.Sprintf("a Profile's namespace has the Profile's name, and %q is no namespace name (validation.IsDNS1123Label: %s); "+
+		Rule: fmt.Sprintf("a Profile's namespace has the Profile's name, and %s; "+
 			"delete the Profile and create it under a name of at most 63 lowercase letters, digits and '-'",
-			profile.Name, strings.Join(msgs, "; "))}
+			strings.Join(msgs, "; "))}
 }
 
 // Check returns a [NamespaceError] unless ns is profile's under the policy.
@@ -111,7 +116,27 @@ func (p Policy) Check(profile *profilev1.Profile, ns *corev1.Namespace) error {
 	if err := p.CheckReserved(profile); err != nil {
 		return err
 	}
-	return p.checkOwner(profile, ns)
+	if err := p.checkOwner(profile, ns); err != nil {
+		return err
+	}
+	return checkGuarded(profile, ns)
+}
+
+// checkGuarded refuses a namespace whose [OwnerAnnotation] is there but empty, as the profiles
+// controller writes it for a Profile without an owner, also when the Profile controls the
+// namespace: the admission guard manages only namespaces whose owner annotation is not empty
+// (guard/guard.go managed), and the runner must not enrol a namespace the guard leaves open. A
+// namespace without the annotation is still the Profile's by its controller reference (the
+// profiles controller writes the annotation on every namespace it makes; only an admin can
+// remove it). [Policy.Claimable] does not ask this: it answers who could own the namespace's
+// pods, which the annotation does not change.
+func checkGuarded(profile *profilev1.Profile, ns *corev1.Namespace) error {
+	if owner, annotated := ns.Annotations[OwnerAnnotation]; !annotated || owner != "" {
+		return nil
+	}
+	return &NamespaceError{Namespace: ns.Name, Profile: profile.Name, Rule: fmt.Sprintf(
+		"its %q annotation is empty, so the admission guard does not protect it (it manages only namespaces whose annotation names an owner); "+
+			"give the Profile an owner (spec.owner.name) and set the annotation to it", OwnerAnnotation)}
 }
 
 // checkOwner is Check's rule of who a namespace is for, without the name and reserved checks:

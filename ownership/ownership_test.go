@@ -121,7 +121,7 @@ func TestCheckReservedRefusesAProfileNameThatCannotNameANamespace(t *testing.T) 
 			assert.Equal(t, name, nsErr.Namespace)
 			assert.ErrorIs(t, err, ownership.ErrNamespaceRefused)
 			assert.ErrorIs(t, err, plugin.ErrInput, "a name that cannot be a namespace is not retried")
-			assert.Contains(t, err.Error(), "validation.IsDNS1123Label", name)
+			assert.Contains(t, err.Error(), `metadata.name: Invalid value: "`+name+`"`, name)
 			assert.Contains(t, err.Error(), want, name)
 			assert.Equal(t, err.Error(), ownership.CheckNamespaceName(p).Error(), "CheckReserved refuses it through CheckNamespaceName")
 		}

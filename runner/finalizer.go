@@ -155,6 +155,7 @@ func (r *Runner) releaseProtection(ctx context.Context, ns *corev1.Namespace, pl
 			if !pruned && ns.DeletionTimestamp == nil && slices.ContainsFunc(p.objects, func(ao applyObject) bool { return ao.ref == ref }) {
 				p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("%s is being deleted although plugin %s wants it: its finalizer %s keeps it, "+
 					"and it still applies; it goes once no plugin wants it or the namespace is deleted", ref, p.plugin.Name(), plugin.ProtectionFinalizer))
+				p.res.Notes = append(p.res.Notes, heldNote(pluginsOf(plans), p.plugin.Name(), ns, ref))
 				continue
 			}
 			found = append(found, candidate{p, cur})
@@ -189,6 +190,32 @@ func (r *Runner) releaseProtection(ctx context.Context, ns *corev1.Namespace, pl
 			c.p.res.Errors = append(c.p.res.Errors, fmt.Errorf("plugin %s: releasing %s from finalizer %s: %w", c.p.plugin.Name(), ref, plugin.ProtectionFinalizer, err))
 		}
 	}
+}
+
+// heldNote says, for the Profile's condition, why ref, deleted while plugin owner still wants it,
+// stays in force under plugin.ProtectionFinalizer, as Kubernetes' PVC protection keeps a claim
+// in use (pkg/controller/volume/pvcprotection): the data-plane labels on ns that require it. The
+// finalizer holds it whether pods run or not, since a pod may start at any moment under them.
+func heldNote(plugins []plugin.Plugin, owner string, ns *corev1.Namespace, ref plugin.Ref) string {
+	var labels []string
+	for _, p := range plugins {
+		dp, ok := p.(plugin.DataPlane)
+		if !ok {
+			continue
+		}
+		for key, refs := range dp.DataPlaneLabels() {
+			if value, set := ns.Labels[key]; set && slices.Contains(refs, ref) {
+				labels = append(labels, key+"="+value)
+			}
+		}
+	}
+	slices.Sort(labels)
+	why := "plugin " + owner + " still wants it"
+	if len(labels) > 0 {
+		why = fmt.Sprintf("namespace label %s requires it (without it the namespace's pods would admit any caller)", strings.Join(slices.Compact(labels), ", "))
+	}
+	return fmt.Sprintf("%s is held: it was deleted, but finalizer %s keeps it in force because %s; a delete of it waits "+
+		"until the plugin no longer wants it (a change of mesh mode) or namespace %s is deleted, and then it goes", ref, plugin.ProtectionFinalizer, why, ns.Name)
 }
 
 // handOver leaves the objects Revoke keeps for running pods, in a namespace that is going away,

@@ -17,7 +17,8 @@ import (
 )
 
 // DefaultWaitRequeue is how soon a waiting namespace is reconciled again when Runner.WaitRequeue
-// is zero. Controllers should also watch the objects waited for; this is the fallback.
+// is zero. Controllers should also watch the objects waited for; this is the fallback, which
+// kubeflow.Integration.MaxWaitRequeue spaces out while the wait is one such a watch ends.
 const DefaultWaitRequeue = 15 * time.Second
 
 // ErrNamespaceNotFound is returned when the Profile's namespace does not exist yet. The runner
@@ -130,6 +131,11 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 		return res
 	}
 	ns, obs, notServed, err := r.observe(ctx, profile.Name)
+	if errors.Is(err, ErrNamespaceNotFound) {
+		// No namespace is made for a Profile without an owner (see checkProfile): say why,
+		// rather than wait for one.
+		err = errors.Join(err, checkProfile(profile))
+	}
 	if err != nil {
 		res.Errors = append(res.Errors, err)
 		return res

@@ -34,7 +34,9 @@ type Reconciler struct {
 	Metrics  *Metrics
 
 	mu       sync.Mutex
-	lastSaid map[string]string // profile name -> the warnings and errors last recorded as events
+	lastSaid map[string][]string // profile name -> the warnings and errors last recorded as events
+	inOnce   sync.Once
+	in       *kubeflow.Integration
 }
 
 // Reconcile implements reconcile.Reconciler. It runs the plugins through kubeflow.Integration, as
@@ -72,9 +74,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // integration wraps the Runner as a fork of the profiles controller does, with record after every
-// Apply. It is built per call from the current Runner, which tests swap.
+// Apply. It is built on the first call and kept: it remembers each Profile's warnings and waits.
+// A namespace that waits only for its waypoint backs off to kubeflow.DefaultMaxWaitRequeue: the
+// Gateway and AuthorizationPolicy watches (setup) end such a wait, so a broken istiod does not
+// keep a thousand namespaces polling every WaitRequeue.
 func (r *Reconciler) integration() *kubeflow.Integration {
-	return &kubeflow.Integration{Runner: r.Runner, AfterApply: r.record}
+	r.inOnce.Do(func() {
+		r.in = &kubeflow.Integration{Runner: r.Runner, AfterApply: r.record, MaxWaitRequeue: kubeflow.DefaultMaxWaitRequeue}
+	})
+	return r.in
 }
 
 // record is what this controller keeps of an Apply, whatever its outcome: the metrics, events for
@@ -94,9 +102,15 @@ func (r *Reconciler) record(ctx context.Context, obj client.Object, res *runner.
 // does, with the owner annotation and the Profile as controller. An existing namespace is never
 // changed here, even one that is not the Profile's (the runner refuses it and says why), and a
 // reserved name is never created: a user must not get kubeflow or istio-system by registering
-// before the platform is installed.
+// before the platform is installed. Nor is one made for a Profile profilev1.Validate refuses (a
+// name no namespace may have, such as "team.a"): the API server would refuse the namespace, and
+// that error, returned before the runner ran, left the Profile without a condition and retried
+// with backoff forever; the runner refuses the Profile, and the condition names the field.
 func (r *Reconciler) ensureNamespace(ctx context.Context, profile *profilev1.Profile) error {
 	if _, reserved := r.Runner.Namespaces.ReservedBy(profile.Name); reserved {
+		return nil
+	}
+	if len(profilev1.Validate(profile)) > 0 {
 		return nil
 	}
 	ns := &corev1.Namespace{}
@@ -130,7 +144,9 @@ func (r *Reconciler) writeCondition(ctx context.Context, profile *profilev1.Prof
 	return r.Client.Status().Patch(ctx, profile, patch)
 }
 
-// say records the Result's errors and warnings as events on the Profile, once per change.
+// say records the Result's errors and warnings as events on the Profile, each once per change:
+// only those the previous call did not have. A waiting namespace is reconciled again and again
+// with the same warnings.
 func (r *Reconciler) say(profile *profilev1.Profile, res *runner.Result) {
 	var lines []string
 	for _, w := range res.Warnings() {
@@ -139,22 +155,26 @@ func (r *Reconciler) say(profile *profilev1.Profile, res *runner.Result) {
 	if err := res.Err(); err != nil {
 		lines = append(lines, "E "+err.Error())
 	}
-	said := strings.Join(lines, "\n")
 	r.mu.Lock()
 	if r.lastSaid == nil {
-		r.lastSaid = map[string]string{}
+		r.lastSaid = map[string][]string{}
 	}
-	unchanged := r.lastSaid[profile.Name] == said
-	r.lastSaid[profile.Name] = said
+	before := r.lastSaid[profile.Name]
+	r.lastSaid[profile.Name] = lines
 	r.mu.Unlock()
-	if unchanged || r.Recorder == nil {
+	if r.Recorder == nil {
 		return
 	}
-	for _, w := range res.Warnings() {
-		r.Recorder.Eventf(profile, nil, corev1.EventTypeWarning, "PluginWarning", "Apply", "%s", w)
-	}
-	if err := res.Err(); err != nil {
-		r.Recorder.Eventf(profile, nil, corev1.EventTypeWarning, "PluginError", "Apply", "%s", err.Error())
+	for _, line := range lines {
+		if slices.Contains(before, line) {
+			continue
+		}
+		kind, text, _ := strings.Cut(line, " ")
+		reason := "PluginWarning"
+		if kind == "E" {
+			reason = "PluginError"
+		}
+		r.Recorder.Eventf(profile, nil, corev1.EventTypeWarning, reason, "Apply", "%s", text)
 	}
 }
 

@@ -107,7 +107,7 @@ func run(ctx context.Context, restConfig *rest.Config, o options) error {
 	if err != nil {
 		return fmt.Errorf("setting up profile-plugins: %w", err)
 	}
-	r := &ProfileReconciler{Client: mgr.GetClient(), Mesh: &kubeflow.Integration{Runner: runner}}
+	r := &ProfileReconciler{Client: mgr.GetClient(), Mesh: &kubeflow.Integration{Runner: runner, MaxWaitRequeue: kubeflow.DefaultMaxWaitRequeue}}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}

@@ -153,6 +153,10 @@ type apiKey struct{ pass, impl, n string }
 type data struct {
 	gen       map[string]*series // generation benchmarks, by name
 	genOrder  []string
+	waiting   map[string]*series // BenchmarkWaiting, by requeue policy
+	waitOrder []string
+	switches  map[string]*series // BenchmarkSwitch, by "switch/N=n"
+	swOrder   []string
 	api       map[apiKey]*series
 	ns        []string            // the N values, ascending
 	informers map[string][]string // impl -> informers, first seen
@@ -162,7 +166,7 @@ type data struct {
 }
 
 func collect(raws []string) *data {
-	d := &data{gen: map[string]*series{}, api: map[apiKey]*series{}, informers: map[string][]string{}, writesBy: map[apiKey]string{},
+	d := &data{gen: map[string]*series{}, waiting: map[string]*series{}, switches: map[string]*series{}, api: map[apiKey]*series{}, informers: map[string][]string{}, writesBy: map[apiKey]string{},
 		cost: costData{cells: map[costKey]*series{}, latency: map[latencyKey]*series{}}}
 	seenN := map[string]bool{}
 	for _, raw := range raws {
@@ -180,6 +184,22 @@ func collect(raws []string) *data {
 		for _, r := range parse(raw) {
 			name, isAPI := strings.CutPrefix(r.name, "BenchmarkAPI/")
 			if !isAPI && d.cost.addCost(r) {
+				continue
+			}
+			if sw, ok := strings.CutPrefix(r.name, "BenchmarkSwitch/switch/"); ok {
+				if d.switches[sw] == nil {
+					d.switches[sw] = &series{metrics: map[string]*stat{}}
+					d.swOrder = append(d.swOrder, sw)
+				}
+				d.switches[sw].add(r)
+				continue
+			}
+			if policy, ok := strings.CutPrefix(r.name, "BenchmarkWaiting/"); ok {
+				if d.waiting[policy] == nil {
+					d.waiting[policy] = &series{metrics: map[string]*stat{}}
+					d.waitOrder = append(d.waitOrder, policy)
+				}
+				d.waiting[policy].add(r)
 				continue
 			}
 			if !isAPI {
@@ -240,6 +260,8 @@ func write(w io.Writer, command string, m machine, raws []string, chart string) 
 	writeGoals(w, d)
 	writeCostGoals(w, &d.cost)
 	writeGeneration(w, d)
+	writeWaiting(w, d)
+	writeSwitch(w, d)
 	for _, n := range d.ns {
 		writeAPI(w, d, n)
 	}
@@ -266,6 +288,41 @@ func writeGeneration(w io.Writer, d *data) {
 	for _, name := range d.genOrder {
 		s := d.gen[name]
 		fmt.Fprintf(w, "| %s | %.1f | %.0f | %.0f | %d |\n", name, s.get("ns/op").median()/1000, s.get("B/op").median(), s.get("allocs/op").median(), s.runs)
+	}
+}
+
+// writeWaiting is BenchmarkWaiting's table: how often one namespace whose waypoint is not
+// Programmed is reconciled in an hour without events.
+func writeWaiting(w io.Writer, d *data) {
+	if len(d.waitOrder) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## Waiting namespace\n\nOne namespace whose waypoint never becomes Programmed (istiod down), the real plugins on a fake client, "+
+		"no event in the hour: *fixed* requeues every wait after the Runner's WaitRequeue (15 s), as the reference controller did; "+
+		"*backoff* doubles it up to kubeflow.DefaultMaxWaitRequeue while the namespace waits only for its waypoint (the Gateway watch ends the wait). "+
+		"Reconciles per hour of 1,000 such namespaces are 1,000 times these.\n\n| requeue | reconciles in the first hour | runs |\n| --- | ---: | ---: |\n")
+	for _, policy := range d.waitOrder {
+		s := d.waiting[policy]
+		fmt.Fprintf(w, "| %s | %.0f | %d |\n", policy, s.get("reconciles/h").median(), s.runs)
+	}
+}
+
+// writeSwitch is BenchmarkSwitch's table: a full ambient-to-sidecar switch of N namespaces by
+// the reference controller, and a Profile created as it starts.
+func writeSwitch(w io.Writer, d *data) {
+	if len(d.swOrder) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## Switch of mesh mode\n\nThe reference controller (its own process) converges N Profile namespaces in ambient, the benchmark playing istiod, "+
+		"and is restarted in sidecar mode: *switch s* is the time from the restart until every namespace is in sidecar mode (no waypoint, "+
+		"no ambient label or ztunnel policy, injection on); *newcomer s* is the time a Profile created right after the restart takes to be "+
+		"labelled for injection, and *newcomer/switch* its share of the switch (near 1: the new user waits behind everyone else).\n\n"+
+		"| switch | N | switch s | ms/namespace | newcomer s | newcomer/switch |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, key := range d.swOrder {
+		s := d.switches[key]
+		name, n, _ := strings.Cut(key, "/N=")
+		fmt.Fprintf(w, "| %s | %s | %.2f | %.1f | %.2f | %.2f |\n", name, n, s.get("switch-s").median(), s.get("ms/namespace").median(),
+			s.get("newcomer-s").median(), s.get("newcomer/switch").median())
 	}
 }
 

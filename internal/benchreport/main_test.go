@@ -61,3 +61,20 @@ func TestGoalsFollowTheNumbers(t *testing.T) {
 	small := report(t, api("50", [3]string{"1", "1", "1"}, [3]string{"1", "1", "1"}, "40", "45"))
 	assert.Contains(t, small, "| peak RSS of the library at N=10000 ≤ the baseline's and ≤ 300 MiB | not measured | no N=10000 run; at N=50 it would be met: library 40 MiB, baseline 45 MiB |")
 }
+
+// The waiting benchmark has its own table: reconciles in an hour, fixed requeue and backoff.
+func TestWaitingNamespaceTable(t *testing.T) {
+	out := report(t, "BenchmarkWaiting/fixed-2 1 452388578 ns/op 240.0 reconciles/h\nBenchmarkWaiting/backoff-2 1 25463430 ns/op 11.00 reconciles/h\n")
+	assert.Contains(t, out, "## Waiting namespace")
+	assert.Contains(t, out, "| fixed | 240 | 1 |")
+	assert.Contains(t, out, "| backoff | 11 | 1 |")
+	assert.NotContains(t, out, "## Generation", "not a generation benchmark")
+}
+
+// The switch benchmark has its own table, one row per N.
+func TestSwitchTable(t *testing.T) {
+	out := report(t, "BenchmarkSwitch/switch/ambient-to-sidecar/N=10-2 1 3868 ns/op 197.0 ms/namespace 0.6717 newcomer-s 0.3409 newcomer/switch 1.970 switch-s\n")
+	assert.Contains(t, out, "## Switch of mesh mode")
+	assert.Contains(t, out, "| ambient-to-sidecar | 10 | 1.97 | 197.0 | 0.67 | 0.34 |")
+	assert.NotContains(t, out, "## Generation", "not a generation benchmark")
+}

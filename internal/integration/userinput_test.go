@@ -134,7 +134,7 @@ func programWaypoint(t *testing.T, c client.Client, ns string) {
 
 // Finding 4. The API server accepts a Profile named "team.a" or with 64 characters (a
 // cluster-scoped name is a DNS-1123 subdomain) but no namespace of that name. The runner refuses
-// such a Profile before any read, with a NamespaceError naming validation.IsDNS1123Label: a False
+// such a Profile before any read, with a NamespaceError naming metadata.name and why (profilev1.Validate): a False
 // condition and a terminal outcome, instead of retries with backoff and no word; Revoke succeeds,
 // so the finalizer does not hold the Profile's deletion.
 func TestAProfileWhoseNameCannotNameANamespaceIsRefusedOnTheAPIServer(t *testing.T) {
@@ -153,10 +153,10 @@ func TestAProfileWhoseNameCannotNameANamespaceIsRefusedOnTheAPIServer(t *testing
 		assert.Equal(t, gets, env.Requests.Get(http.MethodGet), "refused before any read")
 		var nsErr *ownership.NamespaceError
 		require.ErrorAs(t, res.Err(), &nsErr, name)
-		assert.Contains(t, nsErr.Rule, "validation.IsDNS1123Label")
+		assert.Contains(t, nsErr.Rule, "metadata.name: Invalid value")
 		assert.False(t, res.Retryable(), "an input error, not retried")
 		assert.Equal(t, "False", res.Condition().Status)
-		assert.Contains(t, res.Condition().Message, "validation.IsDNS1123Label")
+		assert.Contains(t, res.Condition().Message, "must be a DNS-1123 label")
 		_, outcome := kubeflow.Outcome(res)
 		assert.True(t, errors.Is(outcome, reconcile.TerminalError(nil)), "terminal: %v", outcome)
 

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
@@ -89,14 +86,7 @@ func ParseYAML(data []byte) (*Profile, error) {
 	if p.Kind != Kind {
 		errs = append(errs, field.Invalid(field.NewPath("kind"), p.Kind, "must be "+Kind))
 	}
-	if p.Name == "" {
-		errs = append(errs, field.Required(field.NewPath("metadata", "name"), "the profile's name is its namespace's name"))
-	} else if msgs := validation.IsDNS1123Label(p.Name); len(msgs) > 0 {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), p.Name, strings.Join(msgs, "; ")))
-	}
-	if p.Spec.Owner.Name == "" {
-		errs = append(errs, field.Required(field.NewPath("spec", "owner", "name"), "a profile needs an owner"))
-	}
+	errs = append(errs, Validate(p)...)
 	for i, pl := range p.Spec.Plugins {
 		if pl.Kind == "" {
 			errs = append(errs, field.Required(pluginsPath.Index(i).Child("kind"), "selects the plugin"))
