@@ -81,7 +81,14 @@ func guarded(t *testing.T) *server {
 	if shared != nil {
 		return shared
 	}
-	env := envtest.Start(t)
+	shared = guardedServer(t, envtest.Start(t), config.ModeAmbient)
+	return shared
+}
+
+// guardedServer sets env up as guarded describes, with the guard of the default PluginConfig in
+// mode.
+func guardedServer(t *testing.T, env *envtest.Env, mode config.MeshMode) *server {
+	t.Helper()
 	ctx := context.Background()
 	for _, r := range fixture.KubeflowRoles(t) {
 		require.NoError(t, env.Client.Create(ctx, r))
@@ -103,10 +110,10 @@ func guarded(t *testing.T) *server {
 		}))
 	}
 	cfg := config.Default()
+	cfg.Mesh.Mode = mode
 	cfg.Guard.MeshConfigAllowed = []config.MeshObject{{Kind: "EnvoyFilter", Name: "allowed-by-the-admin"}, {Kind: "Gateway", Name: "ingress"}}
 	fixture.InstallGuard(t, env.Client, cfg)
-	shared = &server{env: env, cfg: cfg}
-	return shared
+	return &server{env: env, cfg: cfg}
 }
 
 // namespace is a managed namespace of the test's own, as the profiles controller makes one, with

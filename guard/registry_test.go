@@ -7,8 +7,9 @@ package guard_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,11 +20,14 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/guard"
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
@@ -44,16 +48,52 @@ type arena struct {
 	ctx context.Context
 }
 
-// podAttacks are the pod-capture and routing attacks in ambient mode, each a change of a pod
-// template, as a pod, a Deployment's template and a CronJob's.
-func podAttacks() map[string]func(*corev1.PodTemplateSpec) {
+// podAttacks are the pod-capture and routing attacks in mode, each a change of a pod template,
+// as a pod, a Deployment's template and a CronJob's.
+func podAttacks(mode config.MeshMode) map[string]func(*corev1.PodTemplateSpec) {
 	label := func(k, v string) func(*corev1.PodTemplateSpec) {
 		return func(p *corev1.PodTemplateSpec) { p.Labels[k] = v }
 	}
 	annotate := func(k, v string) func(*corev1.PodTemplateSpec) {
 		return func(p *corev1.PodTemplateSpec) { p.Annotations[k] = v }
 	}
-	return map[string]func(*corev1.PodTemplateSpec){
+	routing := map[string]func(*corev1.PodTemplateSpec){
+		"use-waypoint":                  label("istio.io/use-waypoint", "elsewhere"),
+		"use-waypoint-namespace":        label("istio.io/use-waypoint-namespace", "other"),
+		"use-waypoint-canary":           label("istio.io/use-waypoint-canary", "elsewhere"),
+		"use-waypoint-canary-namespace": label("istio.io/use-waypoint-canary-namespace", "other"),
+	}
+	if mode == config.ModeSidecar {
+		proxyEnv := func(name, value string) func(*corev1.PodTemplateSpec) {
+			// A template's own istio-proxy, which the injector merges into its sidecar, or an
+			// injected pod's.
+			return func(p *corev1.PodTemplateSpec) {
+				if !slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == "istio-proxy" }) {
+					p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "istio-proxy", Image: "proxyv2", Args: []string{"proxy", "sidecar"}})
+				}
+				for i := range p.Spec.Containers {
+					if p.Spec.Containers[i].Name == "istio-proxy" {
+						p.Spec.Containers[i].Env = append(p.Spec.Containers[i].Env, corev1.EnvVar{Name: name, Value: value})
+					}
+				}
+			}
+		}
+		out := map[string]func(*corev1.PodTemplateSpec){
+			"inject-not-true":    label("sidecar.istio.io/inject", "false"),
+			"inbound-capture":    annotate("traffic.sidecar.istio.io/excludeInboundPorts", "8080"),
+			"proxy-runs-sidecar": proxyEnv("DISABLE_ENVOY", "true"),
+			"proxy-config":       annotate("proxy.istio.io/config", "{}"),
+			"inject-templates":   annotate("inject.istio.io/templates", "grpc-agent"),
+			"istio-init": func(p *corev1.PodTemplateSpec) {
+				p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "istio-init", Image: "mine"})
+			},
+			// Templates only: on a pod the injector has merged the overrides already.
+			"proxy-overrides": annotate("proxy.istio.io/overrides", "{}"),
+		}
+		maps.Copy(out, routing)
+		return out
+	}
+	out := map[string]func(*corev1.PodTemplateSpec){
 		"dataplane-mode-none":    label("istio.io/dataplane-mode", "none"),
 		"reroute-interfaces":     annotate("istio.io/reroute-virtual-interfaces", "eth1"),
 		"bypass-inbound-capture": annotate("ambient.istio.io/bypass-inbound-capture", "true"),
@@ -63,12 +103,10 @@ func podAttacks() map[string]func(*corev1.PodTemplateSpec) {
 		},
 		// Without istio-proxy the annotation also meets sidecar-status-only-from-injector first:
 		// an ambient pod never gets the annotation, and containers cannot be removed later.
-		"sidecar-status-without-proxy":  annotate("sidecar.istio.io/status", "{}"),
-		"use-waypoint":                  label("istio.io/use-waypoint", "elsewhere"),
-		"use-waypoint-namespace":        label("istio.io/use-waypoint-namespace", "other"),
-		"use-waypoint-canary":           label("istio.io/use-waypoint-canary", "elsewhere"),
-		"use-waypoint-canary-namespace": label("istio.io/use-waypoint-canary-namespace", "other"),
+		"sidecar-status-without-proxy": annotate("sidecar.istio.io/status", "{}"),
 	}
+	maps.Copy(out, routing)
+	return out
 }
 
 func template(change func(*corev1.PodTemplateSpec)) corev1.PodTemplateSpec {
@@ -78,10 +116,23 @@ func template(change func(*corev1.PodTemplateSpec)) corev1.PodTemplateSpec {
 	return p
 }
 
-// attacks are one per check of the default (ambient) guard, by check ID.
-func attacks() map[string]attack {
+// injected is a pod as Istio's injector leaves it in sidecar mode, changed by change; in ambient
+// mode the plain template.
+func injected(mode config.MeshMode, change func(*corev1.PodTemplateSpec)) corev1.PodTemplateSpec {
+	if mode != config.ModeSidecar {
+		return template(change)
+	}
+	return template(func(p *corev1.PodTemplateSpec) {
+		p.Annotations["sidecar.istio.io/status"] = `{"containers":["istio-proxy"]}`
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "istio-proxy", Image: "proxyv2", Args: []string{"proxy", "sidecar"}})
+		change(p)
+	})
+}
+
+// attacks are one per check of the default guard in mode, by check ID.
+func attacks(mode config.MeshMode) map[string]attack {
 	out := map[string]attack{}
-	for suffix, change := range podAttacks() {
+	for suffix, change := range podAttacks(mode) {
 		asset := guard.AssetPodCapture
 		if strings.HasPrefix(suffix, "use-waypoint") {
 			asset = guard.AssetWaypointRouting
@@ -97,12 +148,14 @@ func attacks() map[string]attack {
 			}
 			return ids
 		}
-		out["pods/"+suffix] = attack{asset: asset, oneOf: prefixed("pods"), do: func(t *testing.T, a *arena) error {
-			tpl := template(change)
-			pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
-			pod.Name, pod.Namespace = "pods-"+suffix, a.ns
-			return a.s.as(t, widened).Create(a.ctx, pod, client.DryRunAll)
-		}}
+		if suffix != "proxy-overrides" {
+			out["pods/"+suffix] = attack{asset: asset, oneOf: prefixed("pods"), do: func(t *testing.T, a *arena) error {
+				tpl := injected(mode, change)
+				pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
+				pod.Name, pod.Namespace = "pods-"+suffix, a.ns
+				return a.s.as(t, widened).Create(a.ctx, pod, client.DryRunAll)
+			}}
+		}
 		out["workloads/"+suffix] = attack{asset: asset, oneOf: prefixed("workloads"), do: func(t *testing.T, a *arena) error {
 			return a.s.as(t, widened).Create(a.ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "workloads-" + suffix, Namespace: a.ns},
 				Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}, Template: template(change)}}, client.DryRunAll)
@@ -120,6 +173,19 @@ func attacks() map[string]attack {
 					Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, client.DryRunAll)
 			}}
 		}
+	}
+	if mode == config.ModeSidecar {
+		out["pods/keeps-sidecar-status"] = attack{asset: guard.AssetPodCapture, do: func(t *testing.T, a *arena) error {
+			tpl := injected(mode, func(*corev1.PodTemplateSpec) {})
+			pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
+			pod.Name, pod.Namespace = "injected", a.ns
+			require.NoError(t, a.s.env.Client.Create(a.ctx, pod), "an injected pod")
+			delete(pod.Annotations, "sidecar.istio.io/status")
+			return a.s.as(t, widened).Update(a.ctx, pod, client.DryRunAll)
+		}}
+		out["pods/injected"] = attack{asset: guard.AssetPodCapture, do: func(t *testing.T, a *arena) error {
+			return a.s.as(t, widened).Create(a.ctx, plainPod(a.ns, "not-injected"), client.DryRunAll)
+		}}
 	}
 	member := func(obj func(a *arena) client.Object) func(*testing.T, *arena) error {
 		return func(t *testing.T, a *arena) error { return a.s.as(t, widened).Create(a.ctx, obj(a), client.DryRunAll) }
@@ -193,9 +259,8 @@ func attacks() map[string]attack {
 				Type: corev1.SecretTypeServiceAccountToken}
 		})},
 		"waypoint/pods": {asset: guard.AssetWaypointIdentity, do: member(func(a *arena) client.Object {
-			p := plainPod(a.ns, "as-waypoint")
-			p.Spec.ServiceAccountName = wp
-			return p
+			tpl := injected(mode, func(p *corev1.PodTemplateSpec) { p.Spec.ServiceAccountName = wp })
+			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "as-waypoint", Namespace: a.ns, Labels: tpl.Labels, Annotations: tpl.Annotations}, Spec: tpl.Spec}
 		})},
 		"waypoint/templates": {asset: guard.AssetWaypointIdentity, do: member(func(a *arena) client.Object {
 			tpl := template(func(p *corev1.PodTemplateSpec) { p.Spec.ServiceAccountName = wp })
@@ -236,49 +301,52 @@ func attacks() map[string]attack {
 	return out
 }
 
-// kubeflowCRDs installs, once, open-schema CRDs of the Kubeflow kinds the kubeflow policy judges.
-var kubeflowCRDs sync.Once
-
+// installKubeflowCRDs installs open-schema CRDs of the Kubeflow kinds the kubeflow policy judges,
+// unless the server has them, and waits until they are served.
 func installKubeflowCRDs(t *testing.T, s *server) {
 	t.Helper()
-	kubeflowCRDs.Do(func() {
-		for _, k := range []struct{ group, version, kind, plural string }{
-			{"kubeflow.org", "v1alpha1", "PodDefault", "poddefaults"}, {"kubeflow.org", "v1", "Notebook", "notebooks"},
-			{"kubeflow.org", "v1beta1", "Trial", "trials"}, {"sparkoperator.k8s.io", "v1beta2", "SparkApplication", "sparkapplications"},
-		} {
-			crd := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-				"metadata": map[string]any{"name": k.plural + "." + k.group,
-					// sparkoperator.k8s.io is a protected group, as the operator's own CRD says.
-					"annotations": map[string]any{"api-approved.kubernetes.io": "https://github.com/kubeflow/spark-operator/pull/1298"}},
-				"spec": map[string]any{"group": k.group, "scope": "Namespaced",
-					"names": map[string]any{"kind": k.kind, "listKind": k.kind + "List", "plural": k.plural, "singular": strings.ToLower(k.kind)},
-					"versions": []any{map[string]any{"name": k.version, "served": true, "storage": true,
-						"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
-							"spec": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}},
-			}}
-			require.NoError(t, s.env.Client.Create(context.Background(), crd))
+	for _, k := range []struct{ group, version, kind, plural string }{
+		{"kubeflow.org", "v1alpha1", "PodDefault", "poddefaults"}, {"kubeflow.org", "v1", "Notebook", "notebooks"},
+		{"kubeflow.org", "v1beta1", "Trial", "trials"}, {"sparkoperator.k8s.io", "v1beta2", "SparkApplication", "sparkapplications"},
+	} {
+		crd := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": k.plural + "." + k.group,
+				// sparkoperator.k8s.io is a protected group, as the operator's own CRD says.
+				"annotations": map[string]any{"api-approved.kubernetes.io": "https://github.com/kubeflow/spark-operator/pull/1298"}},
+			"spec": map[string]any{"group": k.group, "scope": "Namespaced",
+				"names": map[string]any{"kind": k.kind, "listKind": k.kind + "List", "plural": k.plural, "singular": strings.ToLower(k.kind)},
+				"versions": []any{map[string]any{"name": k.version, "served": true, "storage": true,
+					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
+						"spec": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}},
+		}}
+		if err := s.env.Client.Create(context.Background(), crd); !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
 		}
-	})
-	for _, k := range []struct{ apiVersion, list string }{{"kubeflow.org/v1alpha1", "PodDefaultList"}, {"kubeflow.org/v1", "NotebookList"},
-		{"kubeflow.org/v1beta1", "TrialList"}, {"sparkoperator.k8s.io/v1beta2", "SparkApplicationList"}} {
 		require.Eventually(t, func() bool {
 			l := &unstructured.UnstructuredList{}
-			l.SetAPIVersion(k.apiVersion)
-			l.SetKind(k.list)
+			l.SetAPIVersion(k.group + "/" + k.version)
+			l.SetKind(k.kind + "List")
 			return s.env.Client.List(context.Background(), l) == nil
-		}, 30*time.Second, 200*time.Millisecond, "%s is served", k.list)
+		}, 30*time.Second, 200*time.Millisecond, "%s is served", k.kind)
 	}
 }
 
 func TestEveryCheckRefusesItsAttackOnTheAPIServer(t *testing.T) {
 	t.Parallel()
-	s := guarded(t)
+	t.Run("ambient", func(t *testing.T) { everyCheckRefusesItsAttack(t, guarded(t)) })
+	// The sidecar guard on a server of its own, used by this test alone.
+	t.Run("sidecar", func(t *testing.T) {
+		everyCheckRefusesItsAttack(t, guardedServer(t, envtest.StartFresh(t, 0), config.ModeSidecar))
+	})
+}
+
+func everyCheckRefusesItsAttack(t *testing.T, s *server) {
 	installKubeflowCRDs(t, s)
-	ns := s.namespace(t, "registry")
+	ns := s.namespace(t, "registry-"+string(s.cfg.Mesh.Mode))
 	checks, err := guard.Checks(s.cfg)
 	require.NoError(t, err)
-	table := attacks()
+	table := attacks(s.cfg.Mesh.Mode)
 	inRegistry := map[string]bool{}
 	for _, c := range checks {
 		inRegistry[c.ID] = true
