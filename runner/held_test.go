@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"context"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
