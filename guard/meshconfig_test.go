@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 )
 
 func meshObject(apiVersion, kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
@@ -79,9 +81,7 @@ func TestKubeflowsWritersKeepWorkingUnderTheGuard(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t, "kf-writers")
 	const notebookController = "system:serviceaccount:kubeflow:notebook-controller-service-account"
-	require.NoError(t, s.env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "guard-test-notebook-controller"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: notebookController}}}))
+	fixture.ClusterAdmin(t, s.env.Client, "guard-test-notebook-controller", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: notebookController})
 	nb := s.as(t, notebookController)
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "nb", Namespace: ns}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(1)),
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"statefulset": "nb"}},

@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 )
 
 const wp = "waypoint"
@@ -308,9 +310,7 @@ func TestWaypointReviewFindingsOfTheFixedGuard(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t, "wp-review")
 	const calico = "system:serviceaccount:calico-system:calico-cni-plugin"
-	require.NoError(t, s.env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "guard-test-calico"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: calico}}}))
+	fixture.ClusterAdmin(t, s.env.Client, "guard-test-calico", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: calico})
 	pod := waypointPod(ns, "waypoint-7d4b9c-c4l1c")
 	require.NoError(t, s.as(t, rsCtl).Create(ctx, pod))
 	annotated := pod.DeepCopy()
