@@ -61,6 +61,20 @@ func (b builder) meshConfig() policySpec {
 		c.Expression = string(anyOf("!variables.managed", "variables.allowed", expr(c.Expression)))
 		s.add(c)
 	}
+	// Not even a Gateway the admin allows may be rendered as another: istiod names its objects
+	// and ServiceAccount from these annotations and merges the parametersRef ConfigMap over its
+	// template, labels, selector and ServiceAccount included (deploymentcontroller.go render,
+	// applyOverlay), which a member who may write ConfigMaps could make the waypoint's.
+	s.add(Check{ID: "gateway-rendering", Asset: AssetWaypointIdentity,
+		Source: "istio pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go (gateway.istio.io/name-override, gateway.istio.io/service-account, spec.infrastructure.parametersRef)",
+		Expression: string(anyOf("!variables.managed", not(kindIn("Gateway")), eq("object.metadata.name", b.cfg.Mesh.Waypoint.Name),
+			not(anyOf(
+				expr(hasKey("object.metadata", "annotations", "gateway.istio.io/name-override", "")),
+				expr(hasKey("object.metadata", "annotations", "gateway.istio.io/service-account", "")),
+				field("object", "spec", "infrastructure", "parametersRef"))))),
+		Message: "a Gateway in this namespace may not rename what istiod deploys for it or overlay its template" + ask,
+		MessageExpression: what + " + ': gateway.istio.io/name-override, gateway.istio.io/service-account and spec.infrastructure.parametersRef decide the names, " +
+			"ServiceAccount and pod template istiod deploys, which could be made the waypoint\\'s; size allowed Gateways by their class defaults instead" + ask + "'"})
 	return s
 }
 

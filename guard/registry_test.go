@@ -293,6 +293,12 @@ func attacks(mode config.MeshMode) map[string]attack {
 			map[string]any{"address": "10.0.0.9", "serviceAccount": wp}))},
 		"mesh-config/gateways": {asset: guard.AssetWaypointRouting, do: member(cr("gateway.networking.k8s.io/v1", "Gateway", nil, nil, map[string]any{
 			"gatewayClassName": "istio", "listeners": []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP"}}}))},
+		"mesh-config/gateway-rendering": {asset: guard.AssetWaypointIdentity, do: member(func(a *arena) client.Object {
+			// Even the Gateway the admin allows by name may not overlay istiod's template.
+			return meshObject("gateway.networking.k8s.io/v1", "Gateway", a.ns, "ingress", map[string]any{"gatewayClassName": "istio",
+				"infrastructure": map[string]any{"parametersRef": map[string]any{"group": "", "kind": "ConfigMap", "name": "ingress-params"}},
+				"listeners":      []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP"}}})
+		})},
 		"mesh-config/allow-policies": {asset: guard.AssetAccess, do: member(cr("security.istio.io/v1", "AuthorizationPolicy", nil, nil, map[string]any{
 			"rules": []any{map[string]any{"when": []any{map[string]any{"key": "request.headers[kubeflow-userid]", "values": []any{"bob@example.com"}}}}}}))},
 	} {

@@ -113,7 +113,11 @@ func (b builder) waypointWorkloadChecks() []Check {
 				// A CNI plugin annotates every pod through its status (Calico's podIP); the
 				// status subresource keeps the spec, and the labels may not change there.
 				allOf(eq("request.subResource", "status"), expr("object != null && oldObject != null"),
-					expr("(has(object.metadata.labels) ? object.metadata.labels : {}) == (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})")))),
+					expr("(has(object.metadata.labels) ? object.metadata.labels : {}) == (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})"),
+					// Nor the status (istiod reads the pod's addresses and readiness from it:
+					// pilot/pkg/serviceregistry/ambient/workloads.go), nor the finalizers.
+					expr("(has(object.status) ? object.status : {}) == (has(oldObject.status) ? oldObject.status : {})"),
+					expr("(has(object.metadata.finalizers) ? object.metadata.finalizers : []) == (has(oldObject.metadata.finalizers) ? oldObject.metadata.finalizers : [])")))),
 			Message: "only Kubernetes' controllers make and change the waypoint's pods, and no other pod runs as its ServiceAccount or carries its labels" + ask,
 			MessageExpression: (named + " + ': a pod that runs as the ServiceAccount " + wp + " or carries " + label.IoK8sNetworkingGatewayGatewayName.Name + " or " + label.GatewayManaged.Name +
 				" holds the waypoint\\'s identity or takes its traffic; only the waypoint\\'s own ReplicaSet makes such pods, and nobody changes them, adds containers to them or deletes them; " +
@@ -142,7 +146,9 @@ func (b builder) waypointWorkloadChecks() []Check {
 			Expression: string(not(anyOf(
 				allOf(eq("request.resource.resource", "replicasets"), eq("request.subResource", "scale"), expr("variables.name.startsWith("+quote(wp+"-")+")")),
 				allOf(eq("request.resource.resource", "horizontalpodautoscalers"), expr("object != null"), field("object", "spec", "scaleTargetRef", "name"),
-					anyOf(eq("object.spec.scaleTargetRef.name", wp), expr("object.spec.scaleTargetRef.name.startsWith("+quote(wp+"-")+")"))),
+					// The waypoint's Deployment, or one of its ReplicaSets.
+					anyOf(allOf(expr("!has(object.spec.scaleTargetRef.kind) || object.spec.scaleTargetRef.kind == 'Deployment'"), eq("object.spec.scaleTargetRef.name", wp)),
+						allOf(expr("has(object.spec.scaleTargetRef.kind) && object.spec.scaleTargetRef.kind == 'ReplicaSet'"), expr("object.spec.scaleTargetRef.name.startsWith("+quote(wp+"-")+")")))),
 				// A policy/v1 budget with an empty selector selects every pod of the namespace.
 				allOf(eq("request.resource.resource", "poddisruptionbudgets"), expr("object != null"), anyOf(
 					not(field("object", "spec", "selector")),
@@ -215,7 +221,11 @@ func (b builder) waypointPod(o, sa string) expr {
 func (b builder) istiodsPod(o, sa string) expr {
 	e := expr(o)
 	managed := allOf(field(e, "metadata", "labels"), lit(label.GatewayManaged.Name)+" in "+e+".metadata.labels")
-	waypointsOwn := allOf(expr(runsAs(o+".spec", sa)), labelIs(e+".metadata", label.IoK8sNetworkingGatewayGatewayName.Name, sa))
+	// The waypoint's own pod comes from a ReplicaSet of istiod's waypoint Deployment, whose name
+	// is the waypoint's (waypoint.yaml): not from another Gateway's Deployment rendered to look
+	// like it (an allowed Gateway's parametersRef overlay).
+	fromWaypointReplicaSet := allOf(field(e, "metadata", "ownerReferences"), expr(o+".metadata.ownerReferences.exists(r, r.kind == 'ReplicaSet' && has(r.controller) && r.controller && r.name.startsWith("+quote(sa+"-")+"))"))
+	waypointsOwn := allOf(expr(runsAs(o+".spec", sa)), labelIs(e+".metadata", label.IoK8sNetworkingGatewayGatewayName.Name, sa), fromWaypointReplicaSet)
 	var allowed []string
 	for _, m := range b.cfg.Guard.MeshConfigAllowed {
 		if m.Kind == "Gateway" {

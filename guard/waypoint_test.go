@@ -56,7 +56,9 @@ func waypointDeployment(ns string) *appsv1.Deployment {
 
 // waypointPod is a pod of the waypoint's ReplicaSet, as the ReplicaSet controller creates it.
 func waypointPod(ns, name string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: waypointLabels()}, Spec: waypointPodSpec()}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: waypointLabels(),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: wp + "-7d4b9c", UID: "0b1c2d3e", Controller: ptr.To(true)}}},
+		Spec: waypointPodSpec()}
 }
 
 func plainPod(ns, name string) *corev1.Pod {
@@ -319,6 +321,17 @@ func TestWaypointReviewFindingsOfTheFixedGuard(t *testing.T) {
 	relabelled := pod.DeepCopy()
 	relabelled.Labels["mine"] = "x"
 	refusedBy(t, s.as(t, calico).SubResource("status").Update(ctx, relabelled, client.DryRunAll), "waypoint/pods", "but may not change its labels there")
+	moved := pod.DeepCopy()
+	moved.Status.PodIPs = []corev1.PodIP{{IP: "10.9.9.9"}}
+	refusedBy(t, s.as(t, calico).SubResource("status").Update(ctx, moved, client.DryRunAll), "waypoint/pods", "nor its status, where istiod reads its address")
+	kept := pod.DeepCopy()
+	kept.Finalizers = []string{"example.com/keep"}
+	refusedBy(t, s.as(t, calico).SubResource("status").Update(ctx, kept, client.DryRunAll), "waypoint/pods", "nor its finalizers")
+	// A pod rendered to look like the waypoint's by another Gateway's Deployment (an allowed
+	// Gateway's parametersRef overlay) is not the waypoint ReplicaSet's.
+	lookalike := waypointPod(ns, "ingress-istio-5c6d-zzzzz")
+	lookalike.OwnerReferences[0].Name = "ingress-istio-5c6d"
+	refusedBy(t, s.as(t, rsCtl).Create(ctx, lookalike, client.DryRunAll), "waypoint/pods", "a pod as the waypoint from another ReplicaSet")
 
 	ingress := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ingress-istio-5c6d-abcde", Namespace: ns, Labels: map[string]string{
 		"gateway.networking.k8s.io/gateway-name": "ingress", "gateway.istio.io/managed": "istio.io-gateway-controller"}},
@@ -331,6 +344,11 @@ func TestWaypointReviewFindingsOfTheFixedGuard(t *testing.T) {
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: ns}, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "waypoint-7d4b9c"}, MinReplicas: ptr.To(int32(20)), MaxReplicas: 20}}
 	refusedBy(t, c.Create(ctx, hpa, client.DryRunAll), "waypoint/scaling", "an HPA on the waypoint's ReplicaSet")
+	// KServe names a predictor's HPA and Deployment after its InferenceService, which may begin
+	// with the waypoint's name.
+	kserve := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "waypoint-demo-predictor", Namespace: ns}, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "waypoint-demo-predictor"}, MaxReplicas: 3}}
+	require.NoError(t, c.Create(ctx, kserve, client.DryRunAll), "an HPA of a Deployment named waypoint-*")
 	for name, sel := range map[string]*metav1.LabelSelector{
 		"empty":          {},
 		"class":          {MatchLabels: map[string]string{"gateway.networking.k8s.io/gateway-class-name": "istio-waypoint"}},

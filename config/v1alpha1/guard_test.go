@@ -43,9 +43,10 @@ func TestTheGuardTrustsTheRevisionsIstiod(t *testing.T) {
 // namespace has, are refused with the field's path.
 func TestGuardIdentitiesNobodyOrEverybodyHasAreRefused(t *testing.T) {
 	for body, want := range map[string]string{
-		"guard: {breakGlassGroup: system:authenticated}\n":          "guard.breakGlassGroup",
-		"guard: {breakGlassGroup: 'system:serviceaccounts:team'}\n": "guard.breakGlassGroup",
-		"mesh: {waypoint: {name: default-editor}}\n":                "mesh.waypoint.name",
+		"guard: {breakGlassGroup: system:authenticated}\n":                "guard.breakGlassGroup",
+		"guard: {breakGlassGroup: 'system:serviceaccounts:team'}\n":       "guard.breakGlassGroup",
+		"guard: {meshConfigAllowed: [{kind: Gateway, name: waypoint}]}\n": "guard.meshConfigAllowed[0].name",
+		"mesh: {waypoint: {name: default-editor}}\n":                      "mesh.waypoint.name",
 	} {
 		_, err := config.Parse([]byte(header + body))
 		require.Error(t, err, body)

@@ -31,7 +31,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Authorization.validate(field.NewPath("authorization"))...)
 	errs = append(errs, c.PodSecurity.validate(field.NewPath("podSecurity"))...)
 	errs = append(errs, c.Namespaces.validate(field.NewPath("namespaces"))...)
-	errs = append(errs, c.Guard.validate(field.NewPath("guard"))...)
+	errs = append(errs, c.Guard.validate(field.NewPath("guard"), c.Mesh.Waypoint.Name)...)
 	if c.Mesh.Mode == ModeSidecar && c.Mesh.IstioCNI != nil && !*c.Mesh.IstioCNI && c.PodSecurity.Enforce.Level != psaapi.LevelPrivileged {
 		errs = append(errs, field.Invalid(field.NewPath("podSecurity", "enforce", "level"), c.PodSecurity.Enforce.Level,
 			"sidecar mode without istio-cni injects an istio-init container that needs NET_ADMIN and NET_RAW, which this level forbids, "+
@@ -463,7 +463,7 @@ func dns1123Label(path *field.Path, v string) field.ErrorList {
 
 // validate checks the guard's names: each ServiceAccount is "namespace/name" of two DNS labels
 // (a ServiceAccount name may be a subdomain), the group is not empty.
-func (g *Guard) validate(path *field.Path) field.ErrorList {
+func (g *Guard) validate(path *field.Path, waypointName string) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validServiceAccount(path.Child("controllerServiceAccount"), g.ControllerServiceAccount)...)
 	if everyone(g.BreakGlassGroup) {
@@ -485,6 +485,9 @@ func (g *Guard) validate(path *field.Path) field.ErrorList {
 		}
 		for _, m := range validation.IsDNS1123Subdomain(o.Name) {
 			errs = append(errs, field.Invalid(p.Child("name"), o.Name, m))
+		}
+		if o.Kind == "Gateway" && o.Name == waypointName {
+			errs = append(errs, field.Invalid(p.Child("name"), o.Name, "is the waypoint's name, which only the plugins' Gateway has"))
 		}
 	}
 	for i, o := range g.OptOutAllowed {

@@ -30,7 +30,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
@@ -83,6 +85,7 @@ func TestReview10PodDefaultsMayNotSelectTheWaypointsPods(t *testing.T) {
 	// PodDefault added to it, which is why the PodDefault itself is refused.
 	waypointPod := podWith(nil)
 	waypointPod.Name, waypointPod.Namespace = wp+"-7c9d8-abcde", ns
+	waypointPod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: wp + "-7c9d8", UID: "0b1c2d3e", Controller: ptr.To(true)}}
 	waypointPod.Labels = map[string]string{"gateway.networking.k8s.io/gateway-name": wp, "gateway.istio.io/managed": "istio.io-mesh-controller", "istio.io/dataplane-mode": "none",
 		"sidecar.istio.io/inject": "false", "service.istio.io/canonical-name": wp, "pod-template-hash": "7c9d8"}
 	waypointPod.Spec.ServiceAccountName = wp
