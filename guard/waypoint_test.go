@@ -302,11 +302,11 @@ func TestPodsAreJudgedWhoeverCreatesThem(t *testing.T) {
 	require.NoError(t, s.as(t, kcm).Update(ctx, old, client.DryRunAll), "kube-controller-manager updates it")
 }
 
-// What the review of the fixed guard found it refused that it must not, and what it let through:
+// The edges of the waypoint policy (found by the third review): what it must admit and what it must refuse:
 // a CNI plugin's status annotation of the waypoint's pods (Calico), the pods of a Gateway the admin
 // allows, an HPA on the waypoint's ReplicaSet, and budgets and Services that select the waypoint's
 // pods by another of their labels or by none.
-func TestWaypointReviewFindingsOfTheFixedGuard(t *testing.T) {
+func TestWaypointStatusWritesAllowedGatewaysAndOtherSelectors(t *testing.T) {
 	t.Parallel()
 	s := guarded(t)
 	ctx := context.Background()
