@@ -212,7 +212,7 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler, onDemand bool) error {
 		// reads kfam's annotations, which the transform keeps.
 		Watches(&rbacv1.RoleBinding{}, kubeflow.EnqueueProfileOfNamespace(),
 			builder.OnlyMetadata, builder.WithPredicates(contributorAnnotated))
-	later := &laterWatches{mgr: mgr, interval: laterWatchInterval}
+	later := &laterWatches{mgr: mgr, interval: laterWatchInterval, resync: make(chan event.GenericEvent)}
 	for _, w := range crdWatches(mgr) {
 		ok, err := served(mgr, w.obj)
 		if err != nil {
@@ -227,6 +227,9 @@ func setup(mgr ctrl.Manager, r reconcile.Reconciler, onDemand bool) error {
 		for _, src := range w.sources {
 			b = b.WatchesRawSource(src)
 		}
+	}
+	if len(later.pending) > 0 {
+		b = b.WatchesRawSource(source.Channel(later.resync, &handler.EnqueueRequestForObject{}))
 	}
 	if onDemand {
 		// provision onDemand: a Service endpoint appearing or going (re)decides its namespace's
@@ -276,11 +279,18 @@ var laterWatchInterval = 30 * time.Second
 // does: a CRD installed after the controller started (the Gateway API for a switch to ambient) is
 // watched without a restart. Until then the runner's requeue while it waits stands in for the
 // watch.
+//
+// A watch added to a running controller starts its informer without waiting for it to sync
+// (controller-runtime's Controller.Watch), and an object deleted before the informer's first list
+// leaves no event: a waypoint made by a retry just after the CRD appeared, then deleted, would wait
+// for the next requeue. So once the new watches have synced, every Profile is reconciled once
+// (resync), and what changed while they started is seen.
 type laterWatches struct {
 	mgr      ctrl.Manager
 	ctrl     controller.Controller
 	interval time.Duration
 	pending  []crdWatch
+	resync   chan event.GenericEvent
 }
 
 // Start implements manager.Runnable: it polls until every pending kind is watched.
@@ -294,27 +304,56 @@ func (l *laterWatches) Start(ctx context.Context) error {
 		case <-t.C:
 		}
 		var still []crdWatch
+		added := false
 		for _, w := range l.pending {
 			if ok, err := served(l.mgr, w.obj); err != nil || !ok {
 				still = append(still, w)
 				continue
 			}
-			if err := l.watch(w); err != nil {
+			if err := l.watch(ctx, w); err != nil {
+				return err
+			}
+			added = true
+		}
+		l.pending = still
+		if added {
+			if err := l.reconcileEveryProfile(ctx); err != nil {
 				return err
 			}
 		}
-		l.pending = still
 	}
 	return nil
 }
 
-func (l *laterWatches) watch(w crdWatch) error {
+// watch adds w's sources to the controller and waits for them to sync.
+func (l *laterWatches) watch(ctx context.Context, w crdWatch) error {
 	for _, src := range w.sources {
 		if err := l.ctrl.Watch(src); err != nil {
 			return fmt.Errorf("watching %T, served since the controller started: %w", w.obj, err)
 		}
+		if s, ok := src.(interface{ WaitForSync(context.Context) error }); ok {
+			if err := s.WaitForSync(ctx); err != nil {
+				return fmt.Errorf("syncing the watch of %T, served since the controller started: %w", w.obj, err)
+			}
+		}
 	}
 	ctrl.Log.Info("watching a kind the API server serves since the controller started", "kind", fmt.Sprintf("%T", w.obj))
+	return nil
+}
+
+// reconcileEveryProfile queues every cached Profile once, through the controller's resync source.
+func (l *laterWatches) reconcileEveryProfile(ctx context.Context) error {
+	profiles := &profilev1.ProfileList{}
+	if err := l.mgr.GetClient().List(ctx, profiles); err != nil {
+		return fmt.Errorf("listing Profiles to reconcile once the new watches synced: %w", err)
+	}
+	for i := range profiles.Items {
+		select {
+		case l.resync <- event.GenericEvent{Object: &profiles.Items[i]}:
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	return nil
 }
 
