@@ -31,13 +31,20 @@ import (
 //   - in every mode, the admission guard (package guard) missing, unbound, or bound to fewer
 //     namespaces than the managed ones;
 //   - with mesh.waypoint.provision onDemand, a waypoint of the plugins' that took longer than
-//     mesh.waypoint.idleAfter to become Programmed (a cluster-wide List of their Gateways).
+//     mesh.waypoint.idleAfter to become Programmed (a cluster-wide List of their Gateways);
+//   - in sidecar and ambient mode, whatever in a managed namespace could run as the waypoint or
+//     pass as its pods without being istiod's waypoint (platform/waypointidentity.go), made before
+//     the guard was installed or by its break-glass group; token Secrets only where r may list
+//     Secrets (as metadata), else the report says they were not checked.
 //
 // In mode none only the guard is checked. It only reads, and only in those namespaces: a Get of each
 // Namespace, and Lists of Pods (with the field selector spec.serviceAccountName) and of ConfigMaps
 // (with the class-defaults label); and cluster-wide, a Get of each guard policy and of the default
 // deny, a List of ValidatingAdmissionPolicyBindings, and Lists of the Namespaces and of the mesh
-// configuration the guard refuses in user namespaces (platform/meshconfig.go). r should read the API server directly (a manager's
+// configuration the guard refuses in user namespaces (platform/meshconfig.go); for the waypoint's
+// identity, Lists of Pods (selected by ServiceAccount and by label), of Deployments and
+// ReplicaSets as metadata (a Get of those named like the waypoint's), of PodDefaults and token
+// Secrets (metadata), and Gets of each managed namespace's waypoint ServiceAccount. r should read the API server directly (a manager's
 // APIReader): a cache would need an index on spec.serviceAccountName and would hold every Pod of
 // the cluster.
 func Check(ctx context.Context, r client.Reader, cfg *config.Config) (Report, error) {
@@ -93,6 +100,13 @@ func checkMesh(ctx context.Context, r client.Reader, cfg *config.Config, report 
 		return err
 	}
 	report.Findings = append(report.Findings, f...)
+	// In sidecar mode too: a switch to ambient would put them in force.
+	f, notChecked, err := checkWaypointIdentity(ctx, r, cfg)
+	if err != nil {
+		return err
+	}
+	report.Findings = append(report.Findings, f...)
+	report.NotChecked = append(report.NotChecked, notChecked...)
 	return nil
 }
 

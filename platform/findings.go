@@ -49,6 +49,10 @@ const (
 	// (an EnvoyFilter, a Gateway other than the waypoint, ...) exists in one, unless
 	// guard.meshConfigAllowed names it.
 	FindingMeshConfigInUserNamespace FindingKind = "MeshConfigInUserNamespace"
+	// FindingWaypointIdentityShared: in a managed namespace, something other than istiod's
+	// waypoint runs as its ServiceAccount, passes as its pods, holds a token for it or would give
+	// a pod its identity (made before the guard was installed, or by its break-glass group).
+	FindingWaypointIdentityShared FindingKind = "WaypointIdentityShared"
 )
 
 // FindingKinds returns every kind, so that a metric can report zero for the absent ones.
@@ -56,7 +60,8 @@ func FindingKinds() []FindingKind {
 	return []FindingKind{FindingDataPlaneMismatch, FindingCallerNotInMesh, FindingCallerNamespaceMissing,
 		FindingIngressGatewayMissing, FindingWaypointCannotStart, FindingWaypointCannotStartIfRestricted,
 		FindingTrustedNamespaceUserControlled, FindingIPBlockCoversForwarder, FindingIdleAfterShorterThanStart,
-		FindingGuardMissing, FindingGuardUnbound, FindingGuardMisbound, FindingWaypointDefaultDenyMissing, FindingMeshConfigInUserNamespace}
+		FindingGuardMissing, FindingGuardUnbound, FindingGuardMisbound, FindingWaypointDefaultDenyMissing, FindingMeshConfigInUserNamespace,
+		FindingWaypointIdentityShared}
 }
 
 // What names the ingress gateway, the waypoint and an L4 exception in a Finding
@@ -111,16 +116,21 @@ func (f Finding) String() string {
 // Report is what Check found; no findings means nothing it checks is broken.
 type Report struct {
 	Findings []Finding `json:"findings"`
+	// NotChecked says what the reader was not allowed to read, and so was not checked.
+	NotChecked []string `json:"notChecked,omitempty"`
 }
 
 // String is the report, one finding a line.
 func (r Report) String() string {
-	if len(r.Findings) == 0 {
-		return "platform check: no findings"
+	lines := []string{"platform check: no findings"}
+	if len(r.Findings) > 0 {
+		lines = []string{fmt.Sprintf("platform check: %d finding(s)", len(r.Findings))}
 	}
-	lines := []string{fmt.Sprintf("platform check: %d finding(s)", len(r.Findings))}
 	for _, f := range r.Findings {
 		lines = append(lines, "  "+f.String())
+	}
+	for _, n := range r.NotChecked {
+		lines = append(lines, "  not checked: "+n)
 	}
 	return strings.Join(lines, "\n")
 }

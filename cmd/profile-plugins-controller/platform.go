@@ -61,8 +61,9 @@ type PlatformCheck struct {
 	Findings *prometheus.GaugeVec
 	Interval time.Duration
 
-	mu       sync.Mutex
-	reported map[string]platform.Finding
+	mu         sync.Mutex
+	reported   map[string]platform.Finding
+	notChecked string
 }
 
 // NewPlatformFindings creates the gauge of current platform findings by kind and registers it.
@@ -109,7 +110,13 @@ func (p *PlatformCheck) publish(ctx context.Context, report platform.Report) {
 	p.mu.Lock()
 	before := p.reported
 	p.reported = now
+	notChecked := strings.Join(report.NotChecked, "; ")
+	notCheckedChanged := notChecked != p.notChecked
+	p.notChecked = notChecked
 	p.mu.Unlock()
+	if notCheckedChanged && notChecked != "" {
+		logger.Info("platform check: not checked", "what", report.NotChecked)
+	}
 	for key, f := range now {
 		if _, seen := before[key]; seen {
 			continue

@@ -35,6 +35,7 @@ import (
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 )
 
 // review9EndpointRules are kubeflow-edit's rules on Services and Endpoints
@@ -158,25 +159,8 @@ func TestReview9EndpointsPointingAtAnotherNamespacesPodAreRefused(t *testing.T) 
 // cni/pkg/util/enablement_selector.go) or ambient.istio.io/bypass-inbound-capture
 // (cni/pkg/nodeagent/net.go getPodLevelTrafficOverrides) on pods no policy judges.
 
-// podDefaultCRD is the PodDefault CRD with the fields the webhook copies onto pods, as
-// applications/admission-webhook/upstream/base/crd.yaml types them.
-func podDefaultCRD() *unstructured.Unstructured {
-	str := map[string]any{"type": "string"}
-	strMap := map[string]any{"type": "object", "additionalProperties": str}
-	objects := map[string]any{"type": "array", "items": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
-	spec := map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": map[string]any{
-		"labels": strMap, "annotations": strMap, "env": objects, "initContainers": objects, "sidecars": objects,
-		"selector": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-	}}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "poddefaults.kubeflow.org"},
-		"spec": map[string]any{"group": "kubeflow.org", "scope": "Namespaced",
-			"names": map[string]any{"kind": "PodDefault", "listKind": "PodDefaultList", "plural": "poddefaults", "singular": "poddefault"},
-			"versions": []any{map[string]any{"name": "v1alpha1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{"spec": spec}}}}}},
-	}}
-}
+// podDefaultCRD is Kubeflow's PodDefault CRD (fixture.PodDefaultCRD).
+func podDefaultCRD() *unstructured.Unstructured { return fixture.PodDefaultCRD() }
 
 func podDefault(ns, name string, spec map[string]any) *unstructured.Unstructured {
 	spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": "web"}}

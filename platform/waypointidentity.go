@@ -1,0 +1,392 @@
+package platform
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"istio.io/api/label"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+)
+
+// This file finds what could run as the waypoint, or pass as its pods, in a managed namespace,
+// made before the guard was installed (the guard judges writes, not what exists) or by its
+// break-glass group. The namespace's ztunnel policy admits the waypoint's ServiceAccount, and its
+// owner policy is enforced inside the waypoint's pods, so each of these decides who gets in:
+//
+//   - a pod that runs as the waypoint's ServiceAccount, or carries its gateway-name label, and is
+//     not istiod's waypoint's: istiod's Deployment, its ReplicaSet (by UID), the pod's containers
+//     those of the ReplicaSet's template;
+//   - the waypoint's Deployment with a spec field owned by anyone but istiod's apply: istiod adopts
+//     an existing Deployment that carries its managed label and keeps the fields it does not set
+//     (pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go, canManage; it applies with the
+//     field manager istio.io/gateway-controller);
+//   - a ReplicaSet named like the waypoint's (the guard's pod check passes the pods of a ReplicaSet
+//     named <waypoint>-*) that istiod's Deployment does not control;
+//   - a ServiceAccount named like the waypoint that istiod did not make: tokens issued for it
+//     before are bound to its UID, so deleting it ends them;
+//   - a token Secret for that ServiceAccount (listed as metadata only, where the reader may);
+//   - a Kubeflow PodDefault that would set the waypoint's ServiceAccount or Gateway labels on
+//     pods, or whose selector matches the waypoint's pods (the webhook merges its env and volumes
+//     into istio-proxy).
+
+// istiodFieldManager is the field manager of istiod's apply of a Gateway's Deployment
+// (features.ManagedGatewayController, pilot/pkg/features).
+const istiodFieldManager = "istio.io/gateway-controller"
+
+// podDefaults is the kind of Kubeflow's PodDefaults, listed as unstructured so the platform check
+// needs no Kubeflow types; a cluster without them is skipped.
+var podDefaults = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1alpha1", Kind: "PodDefaultList"}
+
+// checkWaypointIdentity reports, in the managed namespaces, what could run as the waypoint or pass
+// as its pods without being istiod's waypoint. What the reader may not list is in notChecked.
+func checkWaypointIdentity(ctx context.Context, r client.Reader, cfg *config.Config) (findings []Finding, notChecked []string, err error) {
+	managed, err := managedNamespaces(ctx, r, cfg)
+	if err != nil || len(managed) == 0 {
+		return nil, nil, err
+	}
+	wp := cfg.Mesh.Waypoint.Name
+	w := &identityWalk{r: r, wp: wp, managed: managed, deployments: map[string]*appsv1.Deployment{}}
+	for _, step := range []func(context.Context) error{w.deploymentsAndReplicaSets, w.pods, w.serviceAccounts, w.podDefaults} {
+		if err := step(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := w.tokenSecrets(ctx); apierrors.IsForbidden(err) {
+		notChecked = append(notChecked, fmt.Sprintf("token Secrets of the ServiceAccount %s: the reader may not list Secrets "+
+			"(the controller is not given that right); run `profile-plugins check` as a cluster admin", wp))
+	} else if err != nil {
+		return nil, nil, err
+	}
+	return w.found, notChecked, nil
+}
+
+// identityWalk holds what checkWaypointIdentity has read so far.
+type identityWalk struct {
+	r       client.Reader
+	wp      string
+	managed map[string]bool
+	// deployments are istiod's waypoint Deployments, by namespace, whose spec only istiod set.
+	deployments map[string]*appsv1.Deployment
+	// replicaSets are the UIDs of the ReplicaSets those Deployments control.
+	replicaSets map[types.UID]*appsv1.ReplicaSet
+	found       []Finding
+}
+
+func (w *identityWalk) report(kind, namespace, name, problem, fix string) {
+	w.found = append(w.found, Finding{Kind: FindingWaypointIdentityShared, What: kind + "/" + name, Namespace: namespace,
+		Problem: fmt.Sprintf("%s %s/%s %s", kind, namespace, name, problem), Fix: fix})
+}
+
+const deleteAsBreakGlass = "delete it as a member of guard.breakGlassGroup (the guard refuses a member's delete); istiod makes the waypoint's own again"
+
+// deploymentsAndReplicaSets judges the waypoint's Deployment and every ReplicaSet named like its
+// ReplicaSets, listed cluster-wide as metadata and read in full only where the name matches.
+func (w *identityWalk) deploymentsAndReplicaSets(ctx context.Context) error {
+	deps, err := w.named(ctx, appsv1.SchemeGroupVersion.WithKind("DeploymentList"))
+	if err != nil {
+		return err
+	}
+	for _, m := range deps {
+		if m.Name != w.wp {
+			continue
+		}
+		d := &appsv1.Deployment{}
+		if err := w.r.Get(ctx, client.ObjectKeyFromObject(&m), d); err != nil {
+			return ignoreGone(err, "reading Deployment %s/%s", m.Namespace, m.Name)
+		}
+		if why := w.notIstiods(ctx, d); why != "" {
+			w.report("Deployment", d.Namespace, d.Name, "is the waypoint's Deployment, but "+why+
+				": istiod keeps what others set on a Deployment it adopts, and its pods hold the identity the namespace's policies admit", deleteAsBreakGlass)
+			continue
+		}
+		w.deployments[d.Namespace] = d
+	}
+	w.replicaSets = map[types.UID]*appsv1.ReplicaSet{}
+	sets, err := w.named(ctx, appsv1.SchemeGroupVersion.WithKind("ReplicaSetList"))
+	if err != nil {
+		return err
+	}
+	for _, m := range sets {
+		if !strings.HasPrefix(m.Name, w.wp+"-") {
+			continue
+		}
+		rs := &appsv1.ReplicaSet{}
+		if err := w.r.Get(ctx, client.ObjectKeyFromObject(&m), rs); err != nil {
+			return ignoreGone(err, "reading ReplicaSet %s/%s", m.Namespace, m.Name)
+		}
+		if d := w.deployments[rs.Namespace]; d != nil && controlledBy(rs.OwnerReferences, "Deployment", d.Name, d.UID) {
+			w.replicaSets[rs.UID] = rs
+			continue
+		}
+		w.report("ReplicaSet", rs.Namespace, rs.Name, fmt.Sprintf("is named like the ReplicaSets of the waypoint's Deployment (%s-*) but is not one of them: "+
+			"the pods it makes would pass as the waypoint's", w.wp), deleteAsBreakGlass)
+	}
+	return nil
+}
+
+// notIstiods says why d is not istiod's own waypoint Deployment, or "".
+func (w *identityWalk) notIstiods(ctx context.Context, d *appsv1.Deployment) string {
+	if _, ok := d.Labels[label.GatewayManaged.Name]; !ok {
+		return "it lacks istiod's label " + label.GatewayManaged.Name
+	}
+	gw := &gatewayv1.Gateway{}
+	if err := w.r.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: w.wp}, gw); err != nil || !ownedBy(d.OwnerReferences, "Gateway", gw.Name, gw.UID) {
+		return "no Gateway " + w.wp + " of this namespace owns it"
+	}
+	if others := specWriters(d.ManagedFields); len(others) > 0 {
+		return fmt.Sprintf("fields of its spec were set by %s, not by istiod's apply (%s)", strings.Join(others, ", "), istiodFieldManager)
+	}
+	return ""
+}
+
+// specWriters are the field managers, other than istiod's apply, that own a field of the spec. A
+// field manager is the client's to name, so istiod's name counts only for an apply: a later apply
+// by istiod drops every field its earlier applies set and this one does not.
+func specWriters(entries []metav1.ManagedFieldsEntry) []string {
+	var out []string
+	for _, e := range entries {
+		if e.Manager == istiodFieldManager && e.Operation == metav1.ManagedFieldsOperationApply {
+			continue
+		}
+		if e.Subresource == "" && ownsSpec(e.FieldsV1) {
+			out = append(out, fmt.Sprintf("%s (%s)", e.Manager, e.Operation))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ownsSpec is whether a managedFields entry's field set holds a field under spec; an entry that
+// cannot be read is taken to.
+func ownsSpec(f *metav1.FieldsV1) bool {
+	if f == nil {
+		return false
+	}
+	var set map[string]json.RawMessage
+	if err := json.Unmarshal(f.GetRawBytes(), &set); err != nil {
+		return true
+	}
+	_, ok := set["f:spec"]
+	return ok
+}
+
+// pods judges every pod of a managed namespace that runs as the waypoint's ServiceAccount or
+// carries its gateway-name label (two selected Lists).
+func (w *identityWalk) pods(ctx context.Context) error {
+	seen := map[types.UID]bool{}
+	for _, opt := range []client.ListOption{
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.serviceAccountName", w.wp)},
+		client.MatchingLabels{label.IoK8sNetworkingGatewayGatewayName.Name: w.wp},
+	} {
+		list := &corev1.PodList{}
+		if err := w.r.List(ctx, list, opt); err != nil {
+			return fmt.Errorf("listing the pods that run as, or are labelled like, the waypoint %s: %w", w.wp, err)
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			if !w.managed[p.Namespace] || seen[p.UID] || p.DeletionTimestamp != nil {
+				continue
+			}
+			seen[p.UID] = true
+			if why := w.podNotIstiods(p); why != "" {
+				w.report("Pod", p.Namespace, p.Name, "runs as the waypoint's ServiceAccount or carries its gateway-name label, but "+why+
+					": it holds the identity the namespace's policies admit, or takes the waypoint's traffic", deleteAsBreakGlass+", with whatever made it")
+			}
+		}
+	}
+	return nil
+}
+
+// podNotIstiods says why p is not a pod of istiod's waypoint, or "".
+func (w *identityWalk) podNotIstiods(p *corev1.Pod) string {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return "no ReplicaSet controls it"
+	}
+	rs := w.replicaSets[ref.UID]
+	if rs == nil {
+		return "its ReplicaSet " + ref.Name + " is not one of istiod's waypoint Deployment"
+	}
+	if p.Spec.ServiceAccountName != w.wp || p.Labels[label.IoK8sNetworkingGatewayGatewayName.Name] != w.wp {
+		return "it does not run as istiod's template says"
+	}
+	if !sameContainers(p.Spec, rs.Spec.Template.Spec) {
+		return "its containers are not those of its ReplicaSet's template"
+	}
+	return ""
+}
+
+// sameContainers is whether a pod runs the containers of its template, by name and image, in
+// every kind of container.
+func sameContainers(pod, template corev1.PodSpec) bool {
+	key := func(cs []corev1.Container) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Name+"="+c.Image)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(key(pod.Containers), key(template.Containers)) &&
+		slices.Equal(key(pod.InitContainers), key(template.InitContainers)) && len(pod.EphemeralContainers) == 0
+}
+
+// serviceAccounts judges the ServiceAccount named like the waypoint in each managed namespace.
+func (w *identityWalk) serviceAccounts(ctx context.Context) error {
+	for _, ns := range sortedKeys(w.managed) {
+		sa := &corev1.ServiceAccount{}
+		if err := w.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: w.wp}, sa); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("reading ServiceAccount %s/%s: %w", ns, w.wp, err)
+		}
+		if _, ok := sa.Labels[label.GatewayManaged.Name]; ok && writersBesides(sa.ManagedFields) == "" {
+			continue
+		}
+		w.report("ServiceAccount", ns, sa.Name, "is the waypoint's ServiceAccount, but istiod did not make it (or not alone): "+
+			"tokens issued for it before the guard can still be exchanged for the waypoint's certificate",
+			"delete it as a member of guard.breakGlassGroup: istiod makes it again, and every token bound to the old one stops working")
+	}
+	return nil
+}
+
+// writersBesides names a field manager of a ServiceAccount other than istiod's apply.
+func writersBesides(entries []metav1.ManagedFieldsEntry) string {
+	for _, e := range entries {
+		if e.Manager != istiodFieldManager || e.Operation != metav1.ManagedFieldsOperationApply {
+			return e.Manager
+		}
+	}
+	return ""
+}
+
+// tokenSecrets reports the token Secrets, read as metadata only, for the waypoint's ServiceAccount.
+func (w *identityWalk) tokenSecrets(ctx context.Context) error {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := w.r.List(ctx, list, client.MatchingFields{"type": string(corev1.SecretTypeServiceAccountToken)}); err != nil {
+		return fmt.Errorf("listing token Secrets: %w", err)
+	}
+	for _, s := range list.Items {
+		if w.managed[s.Namespace] && s.Annotations[corev1.ServiceAccountNameKey] == w.wp {
+			w.report("Secret", s.Namespace, s.Name, "holds a token of the waypoint's ServiceAccount, which istiod exchanges for the waypoint's certificate",
+				"delete it as a member of guard.breakGlassGroup, and the waypoint's ServiceAccount with it (istiod makes that again)")
+		}
+	}
+	return nil
+}
+
+// podDefaults reports Kubeflow's PodDefaults that would give pods the waypoint's ServiceAccount or
+// Gateway labels, or whose selector matches the labels of the waypoint's pods: those of istiod's
+// Deployment's template where there is one, else the labels istiod always gives them.
+func (w *identityWalk) podDefaults(ctx context.Context) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(podDefaults)
+	if err := w.r.List(ctx, list); meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("listing PodDefaults: %w", err)
+	}
+	for _, pd := range list.Items {
+		if !w.managed[pd.GetNamespace()] {
+			continue
+		}
+		if why := w.podDefaultReaches(pd); why != "" {
+			w.report("PodDefault", pd.GetNamespace(), pd.GetName(), why+": Kubeflow's webhook would put the waypoint's identity on a member's pods, "+
+				"or its environment and volumes into the waypoint's proxy", deleteAsBreakGlass)
+		}
+	}
+	return nil
+}
+
+// podDefaultReaches says how the PodDefault pd reaches the waypoint, or "".
+func (w *identityWalk) podDefaultReaches(pd unstructured.Unstructured) string {
+	if sa, _, _ := unstructured.NestedString(pd.Object, "spec", "serviceAccountName"); sa == w.wp {
+		return "it sets the ServiceAccount " + w.wp
+	}
+	podLabels, _, _ := unstructured.NestedStringMap(pd.Object, "spec", "labels")
+	for k := range podLabels {
+		if strings.HasPrefix(k, "gateway.networking.k8s.io/") {
+			return "it sets the label " + k
+		}
+	}
+	raw, found, _ := unstructured.NestedMap(pd.Object, "spec", "selector")
+	sel := &metav1.LabelSelector{}
+	if found {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, sel); err != nil {
+			return "its selector does not parse"
+		}
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return "its selector does not parse"
+	}
+	if s.Matches(labels.Set(w.waypointPodLabels(pd.GetNamespace()))) {
+		return "its selector matches the waypoint's pods"
+	}
+	return ""
+}
+
+// waypointPodLabels are the labels of the waypoint's pods in namespace ns.
+func (w *identityWalk) waypointPodLabels(ns string) map[string]string {
+	if d := w.deployments[ns]; d != nil {
+		return d.Spec.Template.Labels
+	}
+	return map[string]string{label.IoK8sNetworkingGatewayGatewayName.Name: w.wp, label.GatewayManaged.Name: "istio.io-mesh-controller"}
+}
+
+// named lists the objects of a kind cluster-wide as metadata, keeping those in managed namespaces.
+func (w *identityWalk) named(ctx context.Context, gvk schema.GroupVersionKind) ([]metav1.PartialObjectMetadata, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk)
+	if err := w.r.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing %s as metadata: %w", strings.TrimSuffix(gvk.Kind, "List"), err)
+	}
+	return slices.DeleteFunc(list.Items, func(m metav1.PartialObjectMetadata) bool { return !w.managed[m.Namespace] }), nil
+}
+
+// controlledBy is whether refs name kind/name with uid as controller.
+func controlledBy(refs []metav1.OwnerReference, kind, name string, uid types.UID) bool {
+	return slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool {
+		return r.Kind == kind && r.Name == name && r.UID == uid && r.Controller != nil && *r.Controller
+	})
+}
+
+// ownedBy is whether refs name kind/name with uid.
+func ownedBy(refs []metav1.OwnerReference, kind, name string, uid types.UID) bool {
+	return slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return r.Kind == kind && r.Name == name && r.UID == uid })
+}
+
+// ignoreGone is nil for an object deleted since it was listed, else err wrapped with what was read.
+func ignoreGone(err error, format string, args ...any) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,197 @@
+package platform_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/ownership"
+	"github.com/kubeflow-ambient/profile-plugins/platform"
+)
+
+// waypointNamespace is a managed namespace with istiod's waypoint as istiod and
+// kube-controller-manager leave it: the Gateway, istiod's applied Deployment (owned by the
+// Gateway), its ReplicaSet and one pod of it, and istiod's ServiceAccount.
+type waypointNamespace struct {
+	ns  string
+	rs  *appsv1.ReplicaSet
+	pod *corev1.Pod
+}
+
+var waypointTemplate = corev1.PodTemplateSpec{
+	ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+		"gateway.networking.k8s.io/gateway-name": "waypoint", "gateway.istio.io/managed": "istio.io-mesh-controller"}},
+	Spec: corev1.PodSpec{ServiceAccountName: "waypoint", Containers: []corev1.Container{{Name: "istio-proxy", Image: "istio/proxyv2:1.30.3"}}},
+}
+
+func istiodsWaypoint(t *testing.T, c client.Client, ns string) waypointNamespace {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Annotations: map[string]string{ownership.OwnerAnnotation: ns + "@example.com"}}}))
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "waypoint"},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "istio-waypoint",
+			Listeners: []gatewayv1.Listener{{Name: "mesh", Port: 15008, Protocol: "HBONE"}}}}
+	require.NoError(t, c.Create(ctx, gw))
+	istiod := []client.ApplyOption{client.FieldOwner("istio.io/gateway-controller"), client.ForceOwnership}
+	owner := []any{map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": "waypoint", "uid": string(gw.UID)}}
+	managed := map[string]any{"gateway.istio.io/managed": "istio.io-mesh-controller"}
+	tmpl, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&waypointTemplate)
+	require.NoError(t, err)
+	dep := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"namespace": ns, "name": "waypoint", "labels": managed, "ownerReferences": owner},
+		"spec":     map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"gateway.networking.k8s.io/gateway-name": "waypoint"}}, "template": tmpl}}}
+	require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(dep), istiod...))
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(dep), dep))
+	sa := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount",
+		"metadata": map[string]any{"namespace": ns, "name": "waypoint", "labels": managed, "ownerReferences": owner}}}
+	require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(sa), istiod...))
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "waypoint-5d8f9", Labels: waypointTemplate.Labels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "waypoint", UID: dep.GetUID(), Controller: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"gateway.networking.k8s.io/gateway-name": "waypoint"}},
+			Template: waypointTemplate}}
+	require.NoError(t, c.Create(ctx, rs, client.FieldOwner("kube-controller-manager")))
+	pod := podOf(ns, "waypoint-5d8f9-x7k2p", rs, waypointTemplate.Spec)
+	require.NoError(t, c.Create(ctx, pod, client.FieldOwner("kube-controller-manager")))
+	return waypointNamespace{ns: ns, rs: rs, pod: pod}
+}
+
+// podOf is a pod of the ReplicaSet rs (none when nil) with the waypoint's labels and spec.
+func podOf(ns, name string, rs *appsv1.ReplicaSet, spec corev1.PodSpec) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: waypointTemplate.Labels}, Spec: *spec.DeepCopy()}
+	if rs != nil {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}
+	}
+	return p
+}
+
+func identityFindings(t *testing.T, c client.Reader) (map[string]string, platform.Report) {
+	t.Helper()
+	cfg := config.Default()
+	require.NoError(t, cfg.Validate())
+	report, err := platform.Check(context.Background(), c, cfg)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, f := range report.Findings {
+		if f.Kind == platform.FindingWaypointIdentityShared {
+			out[f.Namespace+" "+f.What] = f.Problem
+			assert.Contains(t, f.Fix, "guard.breakGlassGroup", "the fix says who may delete it")
+		}
+	}
+	return out, report
+}
+
+// What a member made before the guard was installed, and could run as the waypoint or pass as its
+// pods, is reported, each naming the object; istiod's own waypoint is not, nor the same objects
+// in a namespace no Profile owns.
+func TestCheckReportsWhatCouldRunAsTheWaypoint(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	c, ctx := env.Client, context.Background()
+	require.NoError(t, c.Create(ctx, fixture.PodDefaultCRD()))
+	require.Eventually(t, func() bool {
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion("kubeflow.org/v1alpha1")
+		l.SetKind("PodDefaultList")
+		return c.List(ctx, l) == nil
+	}, 30*time.Second, 200*time.Millisecond, "the PodDefault CRD is served")
+
+	istiodsWaypoint(t, c, "wi-clean")
+	got, _ := identityFindings(t, c)
+	require.Empty(t, got, "istiod's own waypoint is nothing to report")
+
+	tainted := istiodsWaypoint(t, c, "wi-tainted")
+	// Before the guard: a member's pod running as the waypoint, a ReplicaSet named like istiod's,
+	// a pod with a container of their own under istiod's ReplicaSet, a token Secret, PodDefaults.
+	require.NoError(t, c.Create(ctx, podOf(tainted.ns, "impostor", nil, waypointTemplate.Spec)))
+	rogue := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: tainted.ns, Name: "waypoint-rogue"},
+		Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rogue"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rogue"}}, Spec: waypointTemplate.Spec}}}
+	require.NoError(t, c.Create(ctx, rogue, client.FieldOwner("kube-controller-manager")))
+	// Under istiod's untouched waypoint, a pod of its ReplicaSet with a container of a member's.
+	extended := istiodsWaypoint(t, c, "wi-extended")
+	extra := waypointTemplate.Spec.DeepCopy()
+	extra.Containers = append(extra.Containers, corev1.Container{Name: "shell", Image: "busybox"})
+	require.NoError(t, c.Create(ctx, podOf(extended.ns, "waypoint-5d8f9-extra", extended.rs, *extra)))
+	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tainted.ns, Name: "waypoint-token",
+		Annotations: map[string]string{corev1.ServiceAccountNameKey: "waypoint"}}, Type: corev1.SecretTypeServiceAccountToken}))
+	for name, spec := range map[string]map[string]any{
+		"selects-waypoint": {"selector": map[string]any{"matchLabels": map[string]any{"gateway.networking.k8s.io/gateway-name": "waypoint"}}},
+		"selects-all":      {"selector": map[string]any{}},
+		"as-waypoint":      {"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}, "serviceAccountName": "waypoint"},
+		"selects-own-pods": {"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}},
+	} {
+		require.NoError(t, c.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubeflow.org/v1alpha1", "kind": "PodDefault",
+			"metadata": map[string]any{"namespace": tainted.ns, "name": name}, "spec": spec}}))
+	}
+	// A member's edit of istiod's Deployment (an Update, not istiod's apply) adds a container.
+	dep := &appsv1.Deployment{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: tainted.ns, Name: "waypoint"}, dep))
+	dep.Spec.Template.Spec.Containers = append(dep.Spec.Template.Spec.Containers, corev1.Container{Name: "shell", Image: "busybox"})
+	require.NoError(t, c.Update(ctx, dep, client.FieldOwner("kubectl-edit")))
+	// The same impostor in a namespace no Profile owns is not the plugins' business.
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "wi-platform"}}))
+	require.NoError(t, c.Create(ctx, podOf("wi-platform", "impostor", nil, waypointTemplate.Spec)))
+
+	got, report := identityFindings(t, c)
+	want := []string{"Pod/impostor", "ReplicaSet/waypoint-rogue", "Secret/waypoint-token",
+		"PodDefault/selects-waypoint", "PodDefault/selects-all", "PodDefault/as-waypoint", "Deployment/waypoint",
+		// Under a Deployment that is not istiod's alone, its ReplicaSet and pods are not either.
+		"ReplicaSet/waypoint-5d8f9", "Pod/waypoint-5d8f9-x7k2p"}
+	var keys []string
+	for _, w := range want {
+		keys = append(keys, tainted.ns+" "+w)
+	}
+	keys = append(keys, extended.ns+" Pod/waypoint-5d8f9-extra")
+	gotKeys := make([]string, 0, len(got))
+	for k := range got {
+		gotKeys = append(gotKeys, k)
+	}
+	assert.ElementsMatch(t, keys, gotKeys)
+	assert.Contains(t, got[tainted.ns+" Deployment/waypoint"], "kubectl-edit (Update)", "the finding names who wrote the spec")
+	assert.Empty(t, report.NotChecked, "an admin may list Secrets")
+
+	// A reader that may not list Secrets (the controller's role) says so, and still reports the rest.
+	restricted := readerWithout(t, env, "secrets")
+	got, report = identityFindings(t, restricted)
+	assert.NotContains(t, got, tainted.ns+" Secret/waypoint-token")
+	assert.Contains(t, got, tainted.ns+" Pod/impostor")
+	require.Len(t, report.NotChecked, 1)
+	assert.Contains(t, report.NotChecked[0], "profile-plugins check")
+}
+
+// readerWithout is a client of a user who may read everything but the given core resource.
+func readerWithout(t *testing.T, env *envtest.Env, resource string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "reads-all-but-" + resource}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}}}}
+	// RBAC only adds, so everything but resource is spelled out for the core group.
+	role.Rules[0].APIGroups = []string{"apps", "gateway.networking.k8s.io", "kubeflow.org", "admissionregistration.k8s.io", "security.istio.io",
+		"networking.istio.io", "extensions.istio.io"}
+	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "namespaces", "serviceaccounts", "configmaps"}, Verbs: []string{"get", "list"}})
+	require.NoError(t, env.Client.Create(ctx, role))
+	user := "platform-reader"
+	require.NoError(t, env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, RoleRef: rbacv1.RoleRef{
+		APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: user}}}))
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	require.NoError(t, err)
+	return c
+}
