@@ -40,19 +40,23 @@ const (
 	AssetAccess Asset = "access"
 	// AssetUserIdentity is the user-id header the owner and contributor policies decide on.
 	AssetUserIdentity Asset = "user-identity"
+	// AssetServiceAccountTokens are the tokens of a namespace's ServiceAccounts: whoever holds one
+	// acts with the ServiceAccount's roles and, in the mesh, as the namespace.
+	AssetServiceAccountTokens Asset = "service-account-tokens"
 )
 
 // assetWords say what each asset is, as the platform check reports an unguarded one.
 var assetWords = map[Asset]string{
-	AssetWaypointWorkload:  "the waypoint's workload (its Deployment, pods, Service, endpoints)",
-	AssetWaypointIdentity:  "the waypoint's identity (its ServiceAccount, tokens, the pods that run as it)",
-	AssetPluginObjects:     "the plugins' policies, waypoint Gateway and ConfigMap",
-	AssetNamespaceLabels:   "a user namespace's mesh and Pod Security labels and owner annotation",
-	AssetPodCapture:        "every pod's capture by the mesh",
-	AssetWaypointRouting:   "routing through the namespace's own waypoint",
-	AssetServiceMembership: "which pods Istio counts as the namespace's Services'",
-	AssetAccess:            "who the namespace admits (ALLOW policies beside the owner's and contributors')",
-	AssetUserIdentity:      "the user-id header the namespace's policies decide on",
+	AssetWaypointWorkload:     "the waypoint's workload (its Deployment, pods, Service, endpoints)",
+	AssetWaypointIdentity:     "the waypoint's identity (its ServiceAccount, tokens, the pods that run as it)",
+	AssetPluginObjects:        "the plugins' policies, waypoint Gateway and ConfigMap",
+	AssetNamespaceLabels:      "a user namespace's mesh and Pod Security labels and owner annotation",
+	AssetPodCapture:           "every pod's capture by the mesh",
+	AssetWaypointRouting:      "routing through the namespace's own waypoint",
+	AssetServiceMembership:    "which pods Istio counts as the namespace's Services'",
+	AssetAccess:               "who the namespace admits (ALLOW policies beside the owner's and contributors')",
+	AssetUserIdentity:         "the user-id header the namespace's policies decide on",
+	AssetServiceAccountTokens: "the tokens of the namespace's ServiceAccounts, which must end with the pods or members they were made for",
 }
 
 // String says what the asset is, in words.
@@ -66,7 +70,7 @@ func (a Asset) String() string {
 // Assets are every asset, in the trust model's order.
 func Assets() []Asset {
 	return []Asset{AssetWaypointWorkload, AssetWaypointIdentity, AssetPluginObjects, AssetNamespaceLabels,
-		AssetPodCapture, AssetWaypointRouting, AssetServiceMembership, AssetAccess, AssetUserIdentity}
+		AssetPodCapture, AssetWaypointRouting, AssetServiceMembership, AssetAccess, AssetUserIdentity, AssetServiceAccountTokens}
 }
 
 // Check is one rule of the guard: what it protects, where it applies, what it rests on, and the
@@ -117,7 +121,7 @@ type policySpec struct {
 func (b builder) specs() []policySpec {
 	return []policySpec{
 		b.managedObjects(), b.namespaceLabels(), b.waypointWorkload(), b.meshConfig(), b.pods(), b.workloads(), b.cronJobs(),
-		b.services(), b.bindings(), b.kubeflow(),
+		b.services(), b.bindings(), b.kubeflow(), b.tokens(),
 	}
 }
 

@@ -23,5 +23,5 @@ func ExampleObjects() {
 	// Output:
 	// *v1.ValidatingAdmissionPolicy profile-plugins-guard-managed-objects
 	// *v1.ValidatingAdmissionPolicyBinding profile-plugins-guard-managed-objects
-	// 20 objects
+	// 22 objects
 }

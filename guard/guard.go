@@ -35,7 +35,7 @@ const (
 
 // Names are the names of every policy Objects renders, each also its binding's name.
 func Names() []string {
-	return []string{ManagedObjectsPolicy, NamespaceLabelsPolicy, WaypointPolicy, MeshConfigPolicy, PodsPolicy, WorkloadsPolicy, CronJobsPolicy, ServicesPolicy, BindingsPolicy, KubeflowPolicy}
+	return []string{ManagedObjectsPolicy, NamespaceLabelsPolicy, WaypointPolicy, MeshConfigPolicy, PodsPolicy, WorkloadsPolicy, CronJobsPolicy, ServicesPolicy, BindingsPolicy, KubeflowPolicy, TokensPolicy}
 }
 
 // sidecarInject is Istio's per-pod injection switch, read as a label and as an annotation.

@@ -17,10 +17,10 @@ const MeshConfigPolicy = "profile-plugins-guard-mesh-config"
 func (b builder) meshConfig() policySpec {
 	ops := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}
 	s := b.spec(MeshConfigPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
-		rule("networking.istio.io", "*", []string{"envoyfilters", "sidecars", "serviceentries", "workloadentries", "workloadgroups", "proxyconfigs"}, ops...),
+		rule("networking.istio.io", "*", []string{"envoyfilters", "sidecars", "serviceentries", "workloadentries", "workloadgroups", "proxyconfigs", "gateways", "virtualservices"}, ops...),
 		rule("extensions.istio.io", "*", []string{"wasmplugins"}, ops...),
 		rule("security.istio.io", "*", []string{"peerauthentications", "authorizationpolicies"}, ops...),
-		rule("gateway.networking.k8s.io", "*", []string{"gateways"}, ops...),
+		rule("gateway.networking.k8s.io", "*", []string{"gateways", "httproutes", "grpcroutes"}, ops...),
 	}, admissionv1.Variable{Name: "allowed", Expression: string(b.meshConfigAllowed())})
 	what := "request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name"
 	kindIn := func(kinds ...string) expr { return in("request.kind.kind", kinds...) }
@@ -46,9 +46,15 @@ func (b builder) meshConfig() policySpec {
 				"an admin may allow it by kind and name in guard.meshConfigAllowed" + ask + "'"},
 		{ID: "gateways", Asset: AssetWaypointRouting,
 			Source:     "istio pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go deploys a Gateway's pods in its namespace, where the namespace's policies admit them as its own",
-			Expression: string(anyOf(not(kindIn("Gateway")), eq("object.metadata.name", b.cfg.Mesh.Waypoint.Name))),
+			Expression: string(anyOf(not(allOf(kindIn("Gateway"), eq("request.kind.group", "gateway.networking.k8s.io"))), eq("object.metadata.name", b.cfg.Mesh.Waypoint.Name))),
 			Message:    "the namespace's only Gateway is its waypoint" + ask,
 			MessageExpression: what + " + ': istiod would deploy this Gateway\\'s pods in the namespace, where its policies admit them as the namespace\\'s own, a way in past the waypoint; " +
+				"an admin may allow it by kind and name in guard.meshConfigAllowed" + ask + "'"},
+		{ID: "istio-gateways", Asset: AssetUserIdentity,
+			Source:     "istio networking/v1 Gateway: its selector binds listeners on the gateway pods it picks in any namespace (PILOT_SCOPE_GATEWAY_TO_NAMESPACE off), the ingress gateway's among them",
+			Expression: string(not(allOf(kindIn("Gateway"), eq("request.kind.group", "networking.istio.io")))),
+			Message:    "an Istio Gateway in this namespace could open listeners on the platform's ingress gateway" + ask,
+			MessageExpression: what + " + ': an Istio Gateway binds listeners on whatever gateway pods its selector picks, the ingress gateway\\'s too, ahead of every namespace\\'s policies; " +
 				"an admin may allow it by kind and name in guard.meshConfigAllowed" + ask + "'"},
 		{ID: "allow-policies", Asset: AssetAccess,
 			Passes:     "guard.policyWriters (kfam, the stock profiles controller)",
@@ -61,6 +67,10 @@ func (b builder) meshConfig() policySpec {
 		c.Expression = string(anyOf("!variables.managed", "variables.allowed", expr(c.Expression)))
 		s.add(c)
 	}
+	// Not even an allowed route may write the user-id header: the ingress gateway's router sets
+	// headers after its authentication (istio pilot/pkg/networking/core/route/route.go
+	// translateAppendHeaders, overwrite-or-add), and every owner policy admits the user it names.
+	s.add(b.userIDHeaderCheck(what))
 	// Not even a Gateway the admin allows may be rendered as another: istiod names its objects
 	// and ServiceAccount from these annotations and merges the parametersRef ConfigMap over its
 	// template, labels, selector and ServiceAccount included (deploymentcontroller.go render,
@@ -96,3 +106,45 @@ func (b builder) policyWriter() expr {
 	}
 	return in("request.userInfo.username", users...)
 }
+
+// userIDHeaderCheck refuses routes that set, add or remove the user-id header (any case): a
+// VirtualService's http[].headers and http[].route[].headers, and an HTTPRoute's or GRPCRoute's
+// RequestHeaderModifier filters, on a rule or a backend. A VirtualService in a user namespace may
+// name the platform's ingress gateway (the notebook controller's do), where its headers are set
+// before any namespace's waypoint sees the request.
+func (b builder) userIDHeaderCheck(what string) Check {
+	h := lit(strings.ToLower(b.cfg.Authorization.UserIDHeader))
+	names := func(m string) expr { // a map of header names (VirtualService set, add)
+		return allOf(expr("has("+m+")"), expr(m+".exists(k, k.lowerAscii() == "+string(h)+")"))
+	}
+	removed := func(l string) expr { // a list of header names (remove)
+		return allOf(expr("has("+l+")"), expr(l+".exists(k, k.lowerAscii() == "+string(h)+")"))
+	}
+	vsHeaders := func(o string) expr {
+		return allOf(expr("has("+o+".headers)"), expr("has("+o+".headers.request)"),
+			anyOf(names(o+".headers.request.set"), names(o+".headers.request.add"), removed(o+".headers.request.remove")))
+	}
+	virtualService := allOf(kindIs("VirtualService"), field("object", "spec", "http"),
+		expr("object.spec.http.exists(h, "+string(anyOf(vsHeaders("h"), allOf("has(h.route)", expr("h.route.exists(r, "+string(vsHeaders("r"))+")"))))+")"))
+	modifier := func(f string) expr { // a Gateway API filter
+		m := f + ".requestHeaderModifier"
+		named := func(l string) expr {
+			return allOf(expr("has("+l+")"), expr(l+".exists(x, has(x.name) && x.name.lowerAscii() == "+string(h)+")"))
+		}
+		return allOf(expr("has("+m+")"), anyOf(named(m+".set"), named(m+".add"), removed(m+".remove")))
+	}
+	filters := func(o string) expr {
+		return allOf(expr("has("+o+".filters)"), expr(o+".filters.exists(f, "+string(modifier("f"))+")"))
+	}
+	route := allOf(in("request.kind.kind", "HTTPRoute", "GRPCRoute"), field("object", "spec", "rules"),
+		expr("object.spec.rules.exists(r, "+string(anyOf(filters("r"), allOf("has(r.backendRefs)", expr("r.backendRefs.exists(b, "+string(filters("b"))+")"))))+")"))
+	return Check{ID: "user-id-header", Asset: AssetUserIdentity,
+		Source:     "istio pilot/pkg/networking/core/route/route.go translateAppendHeaders (VirtualService headers); gateway-api HTTPRouteFilter RequestHeaderModifier",
+		Expression: string(anyOf("!variables.managed", not(anyOf(virtualService, route)))),
+		Message:    "a route may not set, add or remove the header " + b.cfg.Authorization.UserIDHeader + ask,
+		MessageExpression: what + " + ': it sets, adds or removes the header " + b.cfg.Authorization.UserIDHeader +
+			", which the ingress gateway sets for the signed-in user and every namespace\\'s policies trust; remove it from the route" + ask + "'"}
+}
+
+// kindIs is whether the request's kind is kind.
+func kindIs(kind string) expr { return eq("request.kind.kind", kind) }

@@ -96,3 +96,56 @@ func TestKubeflowsWritersKeepWorkingUnderTheGuard(t *testing.T) {
 		"rules": []any{map[string]any{"when": []any{map[string]any{"key": "source.namespace", "values": []any{ns}}}}}})
 	require.NoError(t, s.as(t, kfam).Create(ctx, owner, client.DryRunAll), "the stock profiles controller writes its owner policy")
 }
+
+// No route in a user namespace writes the user-id header, in any case, anywhere a route can
+// (a VirtualService's http or route headers; an HTTPRoute's or GRPCRoute's header modifier, on a
+// rule or a backend); other headers, like the notebook controller's for RStudio, are left alone.
+func TestRoutesLeaveTheUserIDHeaderAlone(t *testing.T) {
+	t.Parallel()
+	s := guarded(t)
+	ctx := context.Background()
+	ns := s.namespace(t, "user-id-header")
+	c := s.as(t, widened)
+	dest := map[string]any{"destination": map[string]any{"host": "web." + ns + ".svc.cluster.local"}}
+	vs := func(http map[string]any) client.Object {
+		http["route"] = append([]any{dest}, anySlice(http["route"])...)
+		return meshObject("networking.istio.io/v1", "VirtualService", ns, "routes", map[string]any{
+			"hosts": []any{"*"}, "gateways": []any{"kubeflow/kubeflow-gateway"}, "http": []any{http}})
+	}
+	headers := func(op string, v any) map[string]any { return map[string]any{"request": map[string]any{op: v}} }
+	modifier := func(op string, v any) []any {
+		return []any{map[string]any{"type": "RequestHeaderModifier", "requestHeaderModifier": map[string]any{op: v}}}
+	}
+	backend := map[string]any{"name": "web", "port": int64(80)}
+	route := func(kind string, rule map[string]any) client.Object {
+		if rule["backendRefs"] == nil {
+			rule["backendRefs"] = []any{backend}
+		}
+		return meshObject("gateway.networking.k8s.io/v1", kind, ns, "routes", map[string]any{
+			"parentRefs": []any{map[string]any{"name": "ingress", "namespace": "kubeflow"}}, "rules": []any{rule}})
+	}
+	for name, obj := range map[string]client.Object{
+		"VirtualService http set":    vs(map[string]any{"headers": headers("set", map[string]any{"kubeflow-userid": "alice@example.com"})}),
+		"VirtualService http add":    vs(map[string]any{"headers": headers("add", map[string]any{"KUBEFLOW-USERID": "alice@example.com"})}),
+		"VirtualService http remove": vs(map[string]any{"headers": headers("remove", []any{"Kubeflow-Userid"})}),
+		"VirtualService route set":   vs(map[string]any{"route": []any{map[string]any{"destination": dest["destination"], "headers": headers("set", map[string]any{"kubeflow-userid": "a"})}}}),
+		"HTTPRoute rule set":         route("HTTPRoute", map[string]any{"filters": modifier("set", []any{map[string]any{"name": "Kubeflow-UserId", "value": "alice@example.com"}})}),
+		"HTTPRoute rule remove":      route("HTTPRoute", map[string]any{"filters": modifier("remove", []any{"kubeflow-userid"})}),
+		"HTTPRoute backend add":      route("HTTPRoute", map[string]any{"backendRefs": []any{map[string]any{"name": "web", "port": int64(80), "filters": modifier("add", []any{map[string]any{"name": "kubeflow-userid", "value": "a"}})}}}),
+		"GRPCRoute rule set":         route("GRPCRoute", map[string]any{"filters": modifier("set", []any{map[string]any{"name": "kubeflow-userid", "value": "a"}})}),
+	} {
+		refusedBy(t, c.Create(ctx, obj, client.DryRunAll), "mesh-config/user-id-header", name)
+	}
+	for name, obj := range map[string]client.Object{
+		"VirtualService with another header": vs(map[string]any{"headers": headers("set", map[string]any{"X-RStudio-Root-Path": "/notebook/" + ns + "/rs/"})}),
+		"HTTPRoute with another header":      route("HTTPRoute", map[string]any{"filters": modifier("set", []any{map[string]any{"name": "x-forwarded-prefix", "value": "/app"}})}),
+		"HTTPRoute without filters":          route("HTTPRoute", map[string]any{}),
+	} {
+		notTheGuards(t, c.Create(ctx, obj, client.DryRunAll), name)
+	}
+}
+
+func anySlice(v any) []any {
+	s, _ := v.([]any)
+	return s
+}

@@ -258,6 +258,11 @@ func attacks(mode config.MeshMode) map[string]attack {
 			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wp-token", Namespace: a.ns, Annotations: map[string]string{corev1.ServiceAccountNameKey: wp}},
 				Type: corev1.SecretTypeServiceAccountToken}
 		})},
+		// A contributor's token for default-editor (kubeflow-edit) would outlive kfam's removal of them.
+		"tokens/secrets": {asset: guard.AssetServiceAccountTokens, do: member(func(a *arena) client.Object {
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "editor-token", Namespace: a.ns, Annotations: map[string]string{corev1.ServiceAccountNameKey: "default-editor"}},
+				Type: corev1.SecretTypeServiceAccountToken}
+		})},
 		"waypoint/pods": {asset: guard.AssetWaypointIdentity, do: member(func(a *arena) client.Object {
 			tpl := injected(mode, func(p *corev1.PodTemplateSpec) { p.Spec.ServiceAccountName = wp })
 			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "as-waypoint", Namespace: a.ns, Labels: tpl.Labels, Annotations: tpl.Annotations}, Spec: tpl.Spec}
@@ -299,6 +304,15 @@ func attacks(mode config.MeshMode) map[string]attack {
 				"infrastructure": map[string]any{"parametersRef": map[string]any{"group": "", "kind": "ConfigMap", "name": "ingress-params"}},
 				"listeners":      []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP"}}})
 		})},
+		"mesh-config/istio-gateways": {asset: guard.AssetUserIdentity, do: member(cr("networking.istio.io/v1", "Gateway", nil, nil, map[string]any{
+			"selector": map[string]any{"istio": "ingressgateway"},
+			"servers":  []any{map[string]any{"port": map[string]any{"number": int64(8080), "name": "http", "protocol": "HTTP"}, "hosts": []any{"*"}}}}))},
+		// A route on the platform's ingress gateway that names the victim as the signed-in user
+		// (the tenant review of Dec 5): the header's case does not matter to Envoy.
+		"mesh-config/user-id-header": {asset: guard.AssetUserIdentity, do: member(cr("networking.istio.io/v1", "VirtualService", nil, nil, map[string]any{
+			"hosts": []any{"*"}, "gateways": []any{"kubeflow/kubeflow-gateway"},
+			"http": []any{map[string]any{"route": []any{map[string]any{"destination": map[string]any{"host": "web.victim.svc.cluster.local"},
+				"headers": map[string]any{"request": map[string]any{"set": map[string]any{"Kubeflow-UserID": "alice@example.com"}}}}}}}}))},
 		"mesh-config/allow-policies": {asset: guard.AssetAccess, do: member(cr("security.istio.io/v1", "AuthorizationPolicy", nil, nil, map[string]any{
 			"rules": []any{map[string]any{"when": []any{map[string]any{"key": "request.headers[kubeflow-userid]", "values": []any{"bob@example.com"}}}}}}))},
 	} {

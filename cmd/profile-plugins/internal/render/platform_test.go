@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
@@ -31,16 +33,13 @@ func TestRenderChecksTheGivenCluster(t *testing.T) {
 			platform = append(platform, strings.SplitN(strings.TrimPrefix(l, "platform: "), " (", 2)[0])
 		}
 	}
-	assert.Equal(t, []string{
+	// The platform's findings, then one GuardMissing for each policy of the admission guard.
+	assert.Equal(t, append([]string{
 		"CallerNamespaceMissing: pipelines-ui", "CallerNamespaceMissing: notebook-controller",
 		"CallerNamespaceMissing: katib-controller", "IngressGatewayMissing: ingress-gateway",
 		"WaypointCannotStartIfRestricted: waypoint", // no class defaults yet: a Profile choosing restricted would wait
 		"WaypointDefaultDenyMissing: waypoint",      // nor the waypoints' default deny
-		// nor any policy of the admission guard
-		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
-		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
-		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
-	}, platform, "an empty cluster: %s", stderr.String())
+	}, slices.Repeat([]string{"GuardMissing: guard"}, len(guard.Names()))...), platform, "an empty cluster: %s", stderr.String())
 
 	fixture.Platform(t, env.Client, config.Default())
 	stdout.Reset()
