@@ -593,6 +593,16 @@ func (b builder) bindings() policySpec {
 		"a Binding may not carry Istio's labels or annotations: they would be copied onto the pod"+ask,
 		"'Binding ' + request.namespace + '/' + object.metadata.name + ': its Istio labels or annotations would be copied onto the pod, "+
 			"which could take it out of the mesh or past the waypoint; bind without them'"+" + '"+ask+"'"))
+	// The API server copies a Binding's labels onto the pod too, whatever the key, which would give
+	// a member's pod the waypoint's gateway-name label and a ReplicaSet's pod-template-hash after
+	// the pod was judged (the webhook review of Dec 5). The scheduler's Bindings carry only the
+	// topology labels the PodTopologyLabels admission plugin adds.
+	topology := "k.startsWith('topology.kubernetes.io/') || k.startsWith('topology.k8s.io/')"
+	s.add(chk("labels", AssetServiceMembership, "kubernetes pkg/registry/core/pod/storage/storage.go (a Binding's labels are copied onto the pod); plugin/pkg/admission/podtopologylabels",
+		"!variables.managed || !has(object.metadata.labels) || object.metadata.labels.all(k, "+topology+")",
+		"a Binding may carry only topology labels: its labels are copied onto the pod"+ask,
+		"'Binding ' + request.namespace + '/' + object.metadata.name + ': its labels would be copied onto the pod after the pod was judged, "+
+			"which could put it behind the waypoint\\'s Service or under another workload; bind without labels other than topology.kubernetes.io/'"+" + '"+ask+"'"))
 	return s
 }
 
@@ -696,37 +706,12 @@ func katibCheck() Check {
 // istio-proxy: ISTIO_BOOTSTRAP_OVERRIDE or ISTIO_BOOTSTRAP with a member's ConfigMap mounted runs
 // the member's Envoy configuration (istio/istio pkg/envoy/proxy.go, pkg/bootstrap/instance.go) in a
 // pod outside ztunnel's capture that holds the identity every pod's ztunnel policy admits. A
-// selector is taken to exclude the waypoint's pods only when it requires a label they never carry
-// (istiod's waypoint template gives them labels of Istio's and the Gateway API's domains, the
-// Gateway's own labels, which are the plugins': app.kubernetes.io/managed-by and their own
-// domain's, the Deployment's pod-template-hash, and the admin's mesh.waypoint.labels, which the
-// Gateway's spec.infrastructure.labels carry), or the waypoint's gateway-name label absent or other
-// than the waypoint's.
+// selector is taken to exclude the waypoint's pods only as selectorExcludesWaypoint says.
 func (b builder) podDefaultSelectorCheck() Check {
 	const gatewayName = "gateway.networking.k8s.io/gateway-name"
-	// Every label the plugins put on the Gateway is of their domain, the plugin label's.
-	ours, _, _ := strings.Cut(plugin.PluginLabel, "/")
-	ours += "/"
-	wp := quote(b.cfg.Mesh.Waypoint.Name)
-	// The admin's mesh.waypoint.labels go on the Gateway's spec.infrastructure.labels, which istiod
-	// copies onto the waypoint's pods (deploymentcontroller.go extractInfrastructureLabels).
-	keys := []string{quote("pod-template-hash"), quote(plugin.ManagedByLabel)}
-	for _, k := range slices.Sorted(maps.Keys(b.cfg.Mesh.Waypoint.Labels)) {
-		keys = append(keys, quote(k))
-	}
-	theirs := func(k string) string {
-		return fmt.Sprintf("(%[1]s.startsWith('istio.io/') || %[1]s.contains('.istio.io/') || %[1]s.startsWith('gateway.networking.k8s.io/') || %[1]s.startsWith(%[3]s) || %[1]s in [%[2]s])",
-			k, strings.Join(keys, ", "), quote(ours))
-	}
 	sel := "object.spec.selector"
-	labels := fmt.Sprintf("(has(%[1]s.matchLabels) && (%[1]s.matchLabels.exists(k, !%[2]s) || (%[3]s in %[1]s.matchLabels && string(%[1]s.matchLabels[%[3]s]) != %[4]s)))",
-		sel, theirs("k"), quote(gatewayName), wp)
-	expr := fmt.Sprintf("(has(%[1]s.matchExpressions) && %[1]s.matchExpressions.exists(e, has(e.key) && has(e.operator) && ("+
-		"(e.operator in ['In', 'Exists'] && !%[2]s) || "+
-		"(e.key == %[3]s && (e.operator == 'DoesNotExist' || (e.operator == 'NotIn' && has(e.values) && %[4]s in e.values) || (e.operator == 'In' && (!has(e.values) || !(%[4]s in e.values))))))))",
-		sel, theirs("string(e.key)"), quote(gatewayName), wp)
 	return chk("poddefault-selects-waypoint", AssetWaypointWorkload, "kubeflow components/admission-webhook/main.go filterPodDefaults; istio pkg/envoy/proxy.go, pkg/bootstrap/instance.go (ISTIO_BOOTSTRAP_OVERRIDE)",
-		"request.resource.resource != 'poddefaults' || !variables.managed || (has(object.spec) && has("+sel+") && ("+labels+" || "+expr+"))",
+		"request.resource.resource != 'poddefaults' || !variables.managed || (has(object.spec) && has("+sel+") && "+string(b.selectorExcludesWaypoint(sel))+")",
 		"a PodDefault must select by a label the waypoint's pods do not carry"+ask,
 		"'PodDefault ' + request.namespace + '/' + object.metadata.name + ': Kubeflow\\'s webhook applies it to every pod its selector matches, "+
 			"and this selector may match the pods of this namespace\\'s waypoint ("+b.cfg.Mesh.Waypoint.Name+"), whose proxy would then run with its environment and volumes, "+
@@ -854,4 +839,43 @@ func (b builder) reservedNamespaces() []string {
 	reserved := append(ownership.AlwaysReserved(), b.cfg.ReservedNamespaces()...)
 	slices.Sort(reserved)
 	return slices.Compact(reserved)
+}
+
+// waypointsOwnKey is whether the label key k (CEL) is one the waypoint's pods may carry: istiod's
+// waypoint template gives them labels of Istio's and the Gateway API's domains, the Gateway's own
+// labels, which are the plugins' (app.kubernetes.io/managed-by and their own domain's), the
+// Deployment's pod-template-hash, and the admin's mesh.waypoint.labels, which the Gateway's
+// spec.infrastructure.labels carry (deploymentcontroller.go extractInfrastructureLabels).
+func (b builder) waypointsOwnKey(k string) expr {
+	ours, _, _ := strings.Cut(plugin.PluginLabel, "/")
+	keys := []string{"pod-template-hash", plugin.ManagedByLabel}
+	keys = append(keys, slices.Sorted(maps.Keys(b.cfg.Mesh.Waypoint.Labels))...)
+	return anyOf(expr(k+".startsWith('istio.io/')"), expr(k+".contains('.istio.io/')"), expr(k+".startsWith('gateway.networking.k8s.io/')"),
+		expr(k+".startsWith("+quote(ours+"/")+")"), in(expr(k), keys...))
+}
+
+// selectorExcludesWaypoint is whether the LabelSelector sel (CEL) requires a label the waypoint's
+// pods never carry (matchLabels, or In or Exists, on a key not of theirs), or the waypoint's
+// gateway-name label absent or other than the waypoint's. Anything else may select them.
+func (b builder) selectorExcludesWaypoint(sel string) expr {
+	gw, wp := quote(label.IoK8sNetworkingGatewayGatewayName.Name), quote(b.cfg.Mesh.Waypoint.Name)
+	labels := allOf(expr("has("+sel+".matchLabels)"), anyOf(
+		expr(sel+".matchLabels.exists(k, "+string(not(b.waypointsOwnKey("k")))+")"),
+		allOf(expr(gw+" in "+sel+".matchLabels"), expr("string("+sel+".matchLabels["+gw+"]) != "+wp))))
+	requirement := anyOf(
+		allOf("e.operator in ['In', 'Exists']", not(b.waypointsOwnKey("string(e.key)"))),
+		allOf(expr("e.key == "+gw), anyOf("e.operator == 'DoesNotExist'",
+			allOf("e.operator == 'NotIn'", "has(e.values)", expr(wp+" in e.values")),
+			allOf("e.operator == 'In'", expr("!has(e.values) || !("+wp+" in e.values)")))))
+	exprs := allOf(expr("has("+sel+".matchExpressions)"),
+		expr(sel+".matchExpressions.exists(e, has(e.key) && has(e.operator) && "+string(requirement)+")"))
+	return anyOf(labels, exprs)
+}
+
+// mapExcludesWaypoint is whether the Service selector m (CEL, a map) is empty, selecting nothing,
+// or requires a label the waypoint's pods never carry, or another gateway-name.
+func (b builder) mapExcludesWaypoint(m string) expr {
+	gw, wp := quote(label.IoK8sNetworkingGatewayGatewayName.Name), quote(b.cfg.Mesh.Waypoint.Name)
+	return anyOf(expr("size("+m+") == 0"), expr(m+".exists(k, "+string(not(b.waypointsOwnKey("k")))+")"),
+		allOf(expr(gw+" in "+m), expr(m+"["+gw+"] != "+wp)))
 }

@@ -228,6 +228,15 @@ func attacks(mode config.MeshMode) map[string]attack {
 			n.Annotations[ownership.OwnerAnnotation] = "mallory@example.com"
 			return a.s.as(t, nsWriter).Update(a.ctx, n, client.DryRunAll)
 		}},
+		// A Binding's labels put a member's running pod behind the waypoint Service (the webhook review of Dec 5).
+		"bindings/labels": {asset: guard.AssetServiceMembership, do: func(t *testing.T, a *arena) error {
+			pod := plainPod(a.ns, "behind-the-waypoint")
+			require.NoError(t, a.s.env.Client.Create(a.ctx, pod))
+			b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: a.ns, Labels: map[string]string{
+				"gateway.networking.k8s.io/gateway-name": wp, "topology.kubernetes.io/zone": "z1"}},
+				Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}
+			return a.s.as(t, widened).SubResource("binding").Create(a.ctx, pod, b, client.DryRunAll)
+		}},
 		"bindings/istio-metadata": {asset: guard.AssetPodCapture, do: func(t *testing.T, a *arena) error {
 			pod := plainPod(a.ns, "unscheduled")
 			require.NoError(t, a.s.env.Client.Create(a.ctx, pod))

@@ -149,12 +149,10 @@ func (b builder) waypointWorkloadChecks() []Check {
 					// The waypoint's Deployment, or one of its ReplicaSets.
 					anyOf(allOf(expr("!has(object.spec.scaleTargetRef.kind) || object.spec.scaleTargetRef.kind == 'Deployment'"), eq("object.spec.scaleTargetRef.name", wp)),
 						allOf(expr("has(object.spec.scaleTargetRef.kind) && object.spec.scaleTargetRef.kind == 'ReplicaSet'"), expr("object.spec.scaleTargetRef.name.startsWith("+quote(wp+"-")+")")))),
-				// A policy/v1 budget with an empty selector selects every pod of the namespace.
+				// A budget may select the waypoint's pods unless it requires a label they never
+				// carry; a policy/v1 budget with an empty selector selects every pod of the namespace.
 				allOf(eq("request.resource.resource", "poddisruptionbudgets"), expr("object != null"), anyOf(
-					not(field("object", "spec", "selector")),
-					expr("!has(object.spec.selector.matchLabels) && !has(object.spec.selector.matchExpressions)"),
-					expr("(has(object.spec.selector.matchLabels) && object.spec.selector.matchLabels.exists(k, "+string(b.selectsWaypoint("k", "object.spec.selector.matchLabels[k]"))+"))"),
-					expr("(has(object.spec.selector.matchExpressions) && object.spec.selector.matchExpressions.exists(e, e.key in "+string(waypointKeys())+"))"))),
+					not(field("object", "spec", "selector")), not(b.selectorExcludesWaypoint("object.spec.selector")))),
 			))),
 			Message: "only istiod and Kubernetes scale the waypoint or budget its disruptions" + ask,
 			MessageExpression: named + " + ': it scales the waypoint or holds its pods\\' evictions, which istiod sizes from the admin\\'s configuration; " +
@@ -162,7 +160,7 @@ func (b builder) waypointWorkloadChecks() []Check {
 		{ID: "service-selectors", Asset: AssetWaypointWorkload,
 			Source: "kubernetes pkg/registry/core/service (services/proxy reaches the pods a Service selects); the waypoint's pods carry " + label.IoK8sNetworkingGatewayGatewayName.Name,
 			Expression: string(not(allOf(eq("request.resource.resource", "services"), expr("object != null"), field("object", "spec", "selector"),
-				expr("object.spec.selector.exists(k, "+string(b.selectsWaypoint("k", "object.spec.selector[k]"))+")")))),
+				not(b.mapExcludesWaypoint("object.spec.selector"))))),
 			Message:           "a Service may not select the waypoint's pods" + ask,
 			MessageExpression: named + " + ': its selector picks the waypoint\\'s pods, whose ports nobody but the mesh should reach; select your own pods" + ask + "'"},
 		{ID: "trust-root", Asset: AssetWaypointWorkload,
@@ -181,19 +179,6 @@ func (b builder) waypointWorkloadChecks() []Check {
 				"': the waypoint runs the namespace\\'s policies with the identity its ztunnel policy admits, so nobody may run commands in it or reach it past them; " +
 				"pods named " + wp + "-* are taken for the waypoint\\'s, so name your own pods otherwise" + ask + "'")},
 	}
-}
-
-// waypointKeys are the label keys only the waypoint's pods (and those of other Gateways istiod
-// deploys) carry, and the ReplicaSet's pod-template-hash: a selector on any of them may pick the
-// waypoint's pods (istio waypoint.yaml).
-func waypointKeys() expr {
-	return list(label.IoK8sNetworkingGatewayGatewayName.Name, label.GatewayManaged.Name, "gateway.networking.k8s.io/gateway-class-name", "pod-template-hash")
-}
-
-// selectsWaypoint is whether the selector entry key k (CEL) with value v may pick the waypoint's
-// pods: one of waypointKeys, or its canonical name (waypoint.yaml's service.istio.io/canonical-name).
-func (b builder) selectsWaypoint(k, v string) expr {
-	return anyOf(expr(k+" in "+string(waypointKeys())), allOf(eq(expr(k), "service.istio.io/canonical-name"), eq(expr(v), b.cfg.Mesh.Waypoint.Name)))
 }
 
 // runsAs is whether the pod spec s (CEL) runs as the ServiceAccount sa; serviceAccount is the

@@ -358,6 +358,14 @@ func TestWaypointStatusWritesAllowedGatewaysAndOtherSelectors(t *testing.T) {
 		"class":          {MatchLabels: map[string]string{"gateway.networking.k8s.io/gateway-class-name": "istio-waypoint"}},
 		"canonical-name": {MatchLabels: map[string]string{"service.istio.io/canonical-name": wp}},
 		"template-hash":  {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "pod-template-hash", Operator: metav1.LabelSelectorOpExists}}},
+		// The tenant and webhook reviews of Dec 5: any other label of the waypoint's template, and
+		// requirements that only exclude.
+		"dataplane-mode": {MatchLabels: map[string]string{"istio.io/dataplane-mode": "none"}},
+		"inject":         {MatchLabels: map[string]string{"sidecar.istio.io/inject": "false"}},
+		"revision":       {MatchLabels: map[string]string{"service.istio.io/canonical-revision": "latest"}},
+		"canonical-in":   {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "service.istio.io/canonical-name", Operator: metav1.LabelSelectorOpIn, Values: []string{wp}}}},
+		"does-not-exist": {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpDoesNotExist}}},
+		"not-in":         {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"web"}}}},
 	} {
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "pdb-" + name, Namespace: ns}, Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(0)), Selector: sel}}
@@ -369,4 +377,22 @@ func TestWaypointStatusWritesAllowedGatewaysAndOtherSelectors(t *testing.T) {
 	mirror := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mirror", Namespace: ns}, Spec: corev1.ServiceSpec{
 		Selector: map[string]string{"service.istio.io/canonical-name": wp}, Ports: []corev1.ServicePort{{Port: 15020}}}}
 	refusedBy(t, c.Create(ctx, mirror, client.DryRunAll), "waypoint/service-selectors", "a Service selecting the waypoint's pods by their canonical name")
+	mirror.Spec.Selector = map[string]string{"istio.io/dataplane-mode": "none"}
+	refusedBy(t, c.Create(ctx, mirror, client.DryRunAll), "waypoint/service-selectors", "a Service selecting the waypoint's pods by their opt-out")
+	for name, sel := range map[string]map[string]string{
+		"own pods":              {"app": "web"},
+		"own pods, and Istio's": {"app": "web", "sidecar.istio.io/inject": "false"},
+		"another Gateway":       {"gateway.networking.k8s.io/gateway-name": "ingress"},
+	} {
+		mirror.Spec.Selector = sel
+		require.NoError(t, c.Create(ctx, mirror.DeepCopy(), client.DryRunAll), "a Service selecting %s", name)
+	}
+	for name, sel := range map[string]*metav1.LabelSelector{
+		"own pods by expression": {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}}}},
+		"not the waypoint":       {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "gateway.networking.k8s.io/gateway-name", Operator: metav1.LabelSelectorOpDoesNotExist}}},
+	} {
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "pdb-ok", Namespace: ns}, Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)), Selector: sel}}
+		require.NoError(t, c.Create(ctx, pdb, client.DryRunAll), "a budget selecting %s", name)
+	}
 }
