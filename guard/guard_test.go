@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,4 +134,28 @@ func TestTheGuardKnowsTheAuthzPluginsName(t *testing.T) {
 		}
 	}
 	t.Fatal("no check managed-objects/unchanged")
+}
+
+// The root-certificate ConfigMap the guard reserves is the one istiod writes: Istio's default
+// name, or mesh.trustBundleName where the mesh was installed with values.global.trustBundleName
+// (the tenant review of Dec 5).
+func TestTheTrustRootIsTheConfiguredTrustBundle(t *testing.T) {
+	for _, name := range []string{"", "corp-ca-root"} {
+		cfg := config.Default()
+		cfg.Mesh.TrustBundleName = name
+		cfg.SetDefaults()
+		require.NoError(t, cfg.Validate())
+		checks, err := guard.Checks(cfg)
+		require.NoError(t, err)
+		want := cfg.Mesh.TrustBundleName
+		i := slices.IndexFunc(checks, func(c guard.Check) bool { return c.ID == "waypoint/trust-root" })
+		require.GreaterOrEqual(t, i, 0)
+		assert.Contains(t, checks[i].Expression, "'"+want+"'", "the check names %s", want)
+		if name != "" {
+			assert.NotContains(t, checks[i].Expression, "'istio-ca-root-cert'")
+		}
+	}
+	cfg := config.Default()
+	cfg.Mesh.TrustBundleName = "Not_A_Name"
+	require.ErrorContains(t, cfg.Validate(), "mesh.trustBundleName")
 }

@@ -18,10 +18,6 @@ const WaypointPolicy = "profile-plugins-guard-waypoint"
 // workloads and cronjobs policies judge.
 var templateKinds = []string{"deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "replicationcontrollers", "cronjobs"}
 
-// istioRootCert is the ConfigMap istiod writes in every namespace with the mesh's root
-// certificate (Istio's default trust bundle name).
-const istioRootCert = "istio-ca-root-cert"
-
 // waypointObjects are the kinds istiod writes for a waypoint Gateway, each under the Gateway's name
 // (manifests/charts/istio-control/istio-discovery/files/waypoint.yaml: Deployment, Service,
 // HorizontalPodAutoscaler, PodDisruptionBudget; the ServiceAccount is judged as an identity), and
@@ -166,7 +162,7 @@ func (b builder) waypointWorkloadChecks() []Check {
 		{ID: "trust-root", Asset: AssetWaypointWorkload,
 			Passes:            "istiod (its namespace controller writes the ConfigMap in every namespace)",
 			Source:            "istio pilot/pkg/bootstrap/namespacecontroller.go writes istio-ca-root-cert; waypoint.yaml mounts it, and pilot-agent verifies istiod by it",
-			Expression:        string(not(allOf(eq("request.resource.resource", "configmaps"), eq("variables.name", istioRootCert)))),
+			Expression:        string(not(allOf(eq("request.resource.resource", "configmaps"), eq("variables.name", b.cfg.Mesh.TrustBundleName)))),
 			Message:           "the mesh's root certificate in this namespace is istiod's" + ask,
 			MessageExpression: named + " + ': the waypoint and every sidecar of the namespace verify istiod by this root certificate, which istiod writes; leave it to istiod" + ask + "'"},
 		{ID: "exec", Asset: AssetWaypointWorkload,

@@ -25,6 +25,8 @@ const (
 	DefaultRootNamespace   = "istio-system"
 	DefaultUserIDHeader    = "kubeflow-userid"
 	DefaultIstiodNamespace = "istio-system"
+	// DefaultTrustBundleName is Istio's default name of the root-certificate ConfigMap.
+	DefaultTrustBundleName = "istio-ca-root-cert"
 	// DefaultIdleAfter outlasts the gaps of a namespace in use (a pod restarting, a rolling
 	// update, a notebook stopped and started again) by far and a waypoint's start by two orders
 	// of magnitude, and is short beside a working day: see docs/ondemand.md.
@@ -68,6 +70,7 @@ func (c *Config) SetDefaults() {
 	setIfEmpty(&m.Waypoint.For, DefaultWaypointFor)
 	setIfEmpty(&m.RootNamespace, DefaultRootNamespace)
 	setIfEmpty(&m.IstiodNamespace, DefaultIstiodNamespace)
+	setIfEmpty(&m.TrustBundleName, DefaultTrustBundleName)
 	setIfNil(&m.IngressUseWaypoint, true)
 	setIfNil(&m.IstioCNI, true)
 	setIfNil(&m.Waypoint.SeccompPatch, false)

@@ -138,6 +138,11 @@ type Mesh struct {
 	// waypoint class defaults (the ConfigMap labelled gateway.istio.io/defaults-for-class) only
 	// there, not in the root namespace. Default: istio-system.
 	IstiodNamespace string `json:"istiodNamespace,omitempty"`
+	// TrustBundleName is the ConfigMap istiod writes in every namespace with the mesh's root
+	// certificate, which the waypoint mounts (Istio's values.global.trustBundleName, istiod's
+	// PILOT_CA_CERT_CONFIGMAP); the guard reserves it in managed namespaces.
+	// Default: istio-ca-root-cert.
+	TrustBundleName string `json:"trustBundleName,omitempty"`
 }
 
 // Waypoint configures the waypoint Gateway.

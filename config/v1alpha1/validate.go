@@ -102,6 +102,7 @@ func (m *Mesh) validate(path *field.Path) field.ErrorList {
 	errs = append(errs, m.Waypoint.validateSizing(wp)...)
 	errs = append(errs, dns1123Label(path.Child("rootNamespace"), m.RootNamespace)...)
 	errs = append(errs, dns1123Label(path.Child("istiodNamespace"), m.IstiodNamespace)...)
+	errs = append(errs, dns1123Subdomain(path.Child("trustBundleName"), m.TrustBundleName)...)
 	errs = append(errs, metavalidation.ValidateLabels(m.Waypoint.Labels, wp.Child("labels"))...)
 	errs = append(errs, apivalidation.ValidateAnnotations(m.Waypoint.Annotations, wp.Child("annotations"))...)
 	for _, msg := range validation.IsDNS1123Subdomain(m.Waypoint.ClassName) {
@@ -449,6 +450,15 @@ func ValidatePrincipal(path *field.Path, p string) field.ErrorList {
 	}
 	if msgs := validation.IsDNS1123Subdomain(sa); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(path, p, "service account "+strings.Join(msgs, "; ")))
+	}
+	return errs
+}
+
+// dns1123Subdomain is v checked as an object name (a ConfigMap's).
+func dns1123Subdomain(path *field.Path, v string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(v) {
+		errs = append(errs, field.Invalid(path, v, msg))
 	}
 	return errs
 }
