@@ -296,3 +296,6 @@ func revisionOf(o metav1.Object) uint64 {
 	n, _ := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
 	return n
 }
+
+// managersOf is harness.Managers, for the objects checked in passing.
+func managersOf(o client.Object) []string { return harness.Managers(o) }
