@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -118,11 +119,27 @@ func ApplyClusterObjects(t testing.TB, c client.Client, config string) []*unstru
 		t.Fatalf("reading what render -cluster printed: %v", err)
 	}
 	for _, o := range objs {
+		if err := ensureNamespace(t.Context(), c, o.GetNamespace()); err != nil {
+			t.Fatal(err)
+		}
 		if err := applyObject(t.Context(), c, o, "platform-admin"); err != nil {
 			t.Fatalf("applying %s %s/%s from render -cluster: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
 	return objs
+}
+
+// ensureNamespace creates namespace ns (istiod's, for the class defaults) unless it exists or is "".
+func ensureNamespace(ctx context.Context, c client.Client, ns string) error {
+	if ns == "" {
+		return nil
+	}
+	obj := &corev1.Namespace{}
+	obj.Name = ns
+	if err := c.Create(ctx, obj); client.IgnoreAlreadyExists(err) != nil {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	return nil
 }
 
 func decodeYAMLStream(b []byte) ([]*unstructured.Unstructured, error) {

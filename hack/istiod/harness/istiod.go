@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -149,10 +148,8 @@ func (i *Istiod) waitReady(limit time.Duration) error {
 // applyIstiodConfig creates istiod's namespace and server-side applies its two ConfigMaps: the
 // injector one must exist before istiod starts, or it runs without the waypoint template.
 func applyIstiodConfig(ctx context.Context, c client.Client, chart Chart) error {
-	ns := &corev1.Namespace{}
-	ns.Name = chart.Namespace
-	if err := c.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
-		return fmt.Errorf("creating namespace %s: %w", chart.Namespace, err)
+	if err := ensureNamespace(ctx, c, chart.Namespace); err != nil {
+		return err
 	}
 	cms, err := chart.ConfigMaps()
 	if err != nil {
