@@ -37,8 +37,8 @@ var sizings = []sizing{
 	{name: "autoscaling", waypoint: "provision: always\nautoscaling: {minReplicas: 2, maxReplicas: 4}", replicas: 1, cpu: "100m",
 		hpa: &[2]int32{2, 4}, pdb: true, spread: true},
 	{name: "per-profile", waypoint: "provision: always\nsizingOverrides:\n- namespaceSelector: {matchLabels: {example.com/tier: large}}\n  maximum: {replicas: 3}",
-		labels:  map[string]string{"example.com/tier": "large"},
-		plugins: []profilev1.Plugin{{TypeMeta: metav1.TypeMeta{Kind: "Waypoint"}, Spec: &runtime.RawExtension{Raw: []byte(`{"replicas":3}`)}}},
+		labels:   map[string]string{"example.com/tier": "large"},
+		plugins:  []profilev1.Plugin{{TypeMeta: metav1.TypeMeta{Kind: "Waypoint"}, Spec: &runtime.RawExtension{Raw: []byte(`{"replicas":3}`)}}},
 		replicas: 3, cpu: "100m", pdb: true, spread: true, params: true},
 }
 
@@ -142,4 +142,3 @@ func (w *world) checkAdmitted(ns string, s sizing) {
 		return len(pods.Items) == int(s.replicas), fmt.Sprintf("%d pods; refused: %s", len(pods.Items), w.standIn.Refused(ns))
 	})
 }
-

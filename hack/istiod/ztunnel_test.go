@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
-	"istio.io/istio/pkg/workloadapi/security"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
+	"istio.io/istio/pkg/workloadapi/security"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -141,4 +141,3 @@ func (w *world) requireNoOwnerPolicy(ns string) {
 func objectMeta(ns, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: ns, Name: name}
 }
-

@@ -28,13 +28,13 @@ type Istiod struct {
 	// Log is istiod's log file.
 	Log string
 
-	t          testing.TB
-	bin, kube  string
-	dir        string
-	cmd        *exec.Cmd
-	exited     chan struct{}
-	ports      [5]string
-	restarts   int
+	t         testing.TB
+	bin, kube string
+	dir       string
+	cmd       *exec.Cmd
+	exited    chan struct{}
+	ports     [5]string
+	restarts  int
 }
 
 // StartIstiod renders istiod's ConfigMaps from the chart into its namespace, starts pilot-discovery
