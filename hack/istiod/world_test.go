@@ -3,6 +3,7 @@ package istiod
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,8 +228,8 @@ func (w *world) deployedByIstiod(ns string, check func(*appsv1.Deployment) (bool
 	if !harness.ManagesField(d, harness.IstiodApplyManager, "", "f:spec.f:template") {
 		w.t.Errorf("Deployment %s/%s: spec.template not applied by %s: %v", ns, d.Name, harness.IstiodApplyManager, harness.Managers(d))
 	}
-	if ref := metav1.GetControllerOf(d); ref == nil || ref.Kind != "Gateway" || ref.Name != waypoint {
-		w.t.Errorf("Deployment %s/%s: controller %v, want the Gateway", ns, d.Name, ref)
+	if !slices.ContainsFunc(d.OwnerReferences, func(r metav1.OwnerReference) bool { return r.Kind == "Gateway" && r.Name == waypoint }) {
+		w.t.Errorf("Deployment %s/%s: ownerReferences %v, want the Gateway", ns, d.Name, d.OwnerReferences)
 	}
 	return d
 }
