@@ -30,22 +30,28 @@ func TestZtunnelReceivesTheNamespacePolicyInEveryState(t *testing.T) {
 	w.programmedGateway(ns)
 	w.routed(ns)
 
-	active := w.ztunnelPolicy(ns, "active")
+	w.ztunnelPolicy(ns, "active")
 	w.requireNoOwnerPolicy(ns)
 
+	// The finalizer protects the policy in a namespace the Profile controls (one it created).
+	const controlled = "ztunnel-held"
+	w.profile(controlled)
+	w.programmedGateway(controlled)
+	w.routed(controlled)
+	before := w.ztunnelPolicy(controlled, "active")
 	ap := &istiosecurityv1.AuthorizationPolicy{}
-	must(t, w.get(ap, ns, ztunnelPolicy), "reading the ztunnel policy")
+	must(t, w.get(ap, controlled, ztunnelPolicy), "reading the ztunnel policy")
 	must(t, w.c.Delete(t.Context(), ap), "deleting the ztunnel policy")
 	w.eventually("the deleted ztunnel policy held by its finalizer", func() (bool, string) {
-		if err := w.get(ap, ns, ztunnelPolicy); err != nil {
+		if err := w.get(ap, controlled, ztunnelPolicy); err != nil {
 			return false, err.Error()
 		}
-		return ap.DeletionTimestamp != nil, "no deletionTimestamp yet"
+		return ap.DeletionTimestamp != nil, fmt.Sprintf("no deletionTimestamp; finalizers %v", ap.Finalizers)
 	})
 	time.Sleep(3 * time.Second) // istiod has seen the deletionTimestamp
-	held := w.ztunnelPolicy(ns, "held after delete")
-	if !proto.Equal(active, held) {
-		t.Errorf("the held policy changed at ztunnel:\nactive %s\nheld   %s", protojson.Format(active), protojson.Format(held))
+	held := w.ztunnelPolicy(controlled, "held after delete")
+	if !proto.Equal(before, held) {
+		t.Errorf("the held policy changed at ztunnel:\nactive %s\nheld   %s", protojson.Format(before), protojson.Format(held))
 	}
 
 	must(t, w.c.Delete(t.Context(), &profilev1.Profile{ObjectMeta: objectMeta("", ns)}), "deleting the Profile")
