@@ -43,7 +43,7 @@ IMAGE_ARCH    ?= $(shell $(GO) env GOARCH)
 # library's dependencies).
 HACK_TEST_MODULES = hack/image hack/kustomize
 
-.PHONY: test test-stock test-open-findings unit hack-test lint golangci-lint floors envtest fuzz fuzz-short bench bench-cost bench-scale bench-report render update-golden test-newest mutate image kustomize-build release-binaries
+.PHONY: test test-stock test-istiod test-open-findings unit hack-test lint golangci-lint floors envtest fuzz fuzz-short bench bench-cost bench-scale bench-report render update-golden test-newest mutate image kustomize-build release-binaries
 
 ## test: lint, build the test API server if needed, then every test of the module.
 ## With KUBEBUILDER_ASSETS pointing elsewhere, those binaries are used and nothing is built.
@@ -98,6 +98,50 @@ test-stock: $(NEEDS_ENVTEST)
 	DASHBOARD="$(abspath $(DASHBOARD))" PLUGIN_CONFIG="$(if $(PLUGIN_CONFIG),$(abspath $(PLUGIN_CONFIG)))" \
 	  STOCK_NAMESPACE_LABELS="$(if $(STOCK_NAMESPACE_LABELS),$(abspath $(STOCK_NAMESPACE_LABELS)))" \
 	  $(GO) test -count=1 -v -timeout 30m -run '^TestBesideTheStockProfilesController$$' ./cmd/profile-plugins-controller/
+
+## test-istiod: the reference controller with the real istiod: Istio 1.30.3's pilot-discovery, built
+## from ISTIO (an istio/istio checkout or bare git dir holding tag 1.30.3, or a source tree of it)
+## with agentgateway's api/ module from AGW (an agentgateway/agentgateway checkout or git dir
+## holding the commit Istio pins; the module proxy serves neither), on the test API server, with
+## only pod readiness and garbage collection stood in (hack/istiod; docs/testing.md says what it
+## verifies). Not part of `make test`: CI cannot fetch Istio's source. The first build of
+## pilot-discovery compiles most of Istio (nice -n 19, go build -p ISTIOD_GO_P); later ones reuse
+## Go's build cache. Work files go to bin/istiod/.
+ISTIO       ?=
+AGW         ?=
+ISTIOD_GO_P ?= 1
+ISTIO_COMMIT = 56df41f63e513f834c9a3af33d8aed82d1d961f2
+AGW_COMMIT   = 6ae4ab07bb065decfc9abd30fca34bce5dd70494
+ISTIOD_DIR   = $(BIN)/istiod
+ISTIOD_LDFLAGS = -X istio.io/istio/pkg/version.buildVersion=1.30.3 -X istio.io/istio/pkg/version.buildGitRevision=$(ISTIO_COMMIT) \
+	-X istio.io/istio/pkg/version.buildTag=1.30.3 -X istio.io/istio/pkg/version.buildStatus=Clean -X istio.io/istio/pkg/version.buildHub=docker.io/istio
+test-istiod: $(NEEDS_ENVTEST)
+	@if [ -z "$(ISTIO)" ]; then echo "test-istiod: set ISTIO to an istio/istio checkout (or git dir) holding tag 1.30.3 ($(ISTIO_COMMIT)) and AGW to an agentgateway/agentgateway checkout holding $(AGW_COMMIT), e.g. make test-istiod ISTIO=../istio AGW=../agentgateway; nothing was tested"; exit 1; fi
+	@mkdir -p $(ISTIOD_DIR)
+	@if git -C "$(ISTIO)" cat-file -e $(ISTIO_COMMIT)^{commit} 2>/dev/null; then \
+	  if [ "$$(cat $(ISTIOD_DIR)/istio-src.commit 2>/dev/null)" != $(ISTIO_COMMIT) ]; then \
+	    echo "test-istiod: unpacking istio/istio $(ISTIO_COMMIT) (tag 1.30.3) into $(ISTIOD_DIR)/istio-src"; \
+	    rm -rf $(ISTIOD_DIR)/istio-src && mkdir $(ISTIOD_DIR)/istio-src && \
+	    git -C "$(ISTIO)" archive $(ISTIO_COMMIT) | tar -x -C $(ISTIOD_DIR)/istio-src && echo $(ISTIO_COMMIT) > $(ISTIOD_DIR)/istio-src.commit || exit 1; fi; \
+	elif grep -qx 'module istio.io/istio' "$(ISTIO)/go.mod" 2>/dev/null && grep -q 'istio.io/api v1.30.3-0.20260710004328' "$(ISTIO)/go.mod"; then \
+	  rm -rf $(ISTIOD_DIR)/istio-src $(ISTIOD_DIR)/istio-src.commit && ln -s "$(abspath $(ISTIO))" $(ISTIOD_DIR)/istio-src; \
+	else echo "test-istiod: ISTIO=$(ISTIO) is neither a git dir holding $(ISTIO_COMMIT) (tag 1.30.3) nor an istio/istio tree at 1.30.3"; exit 1; fi
+	@if [ "$$(cat $(ISTIOD_DIR)/agentgateway/api.commit 2>/dev/null)" != $(AGW_COMMIT) ]; then \
+	  git -C "$(AGW)" cat-file -e $(AGW_COMMIT)^{commit} 2>/dev/null || { echo "test-istiod: set AGW to an agentgateway/agentgateway checkout (or git dir) holding $(AGW_COMMIT), e.g. make test-istiod ISTIO=$(ISTIO) AGW=../agentgateway"; exit 1; }; \
+	  rm -rf $(ISTIOD_DIR)/agentgateway && mkdir -p $(ISTIOD_DIR)/agentgateway && \
+	  git -C "$(AGW)" archive $(AGW_COMMIT) api | tar -x -C $(ISTIOD_DIR)/agentgateway && echo $(AGW_COMMIT) > $(ISTIOD_DIR)/agentgateway/api.commit; fi
+	@# Istio's own go.mod, with what the module proxy refuses replaced: agentgateway's api (pinned
+	@# at an unserved commit) from AGW, client-go and go-control-plane at the next served versions.
+	cp $(ISTIOD_DIR)/istio-src/go.mod $(ISTIOD_DIR)/pilot.mod && cp $(ISTIOD_DIR)/istio-src/go.sum $(ISTIOD_DIR)/pilot.sum
+	$(GO) mod edit -replace github.com/agentgateway/agentgateway/api=$(ISTIOD_DIR)/agentgateway/api -require istio.io/client-go@v1.30.3 \
+	  -require github.com/envoyproxy/go-control-plane/envoy@v1.37.1-0.20260713214202-ca8ce173c36f \
+	  -require github.com/envoyproxy/go-control-plane/contrib@v1.36.1-0.20260713214202-ca8ce173c36f $(ISTIOD_DIR)/pilot.mod
+	cd $(ISTIOD_DIR)/istio-src && GOFLAGS=-buildvcs=false GOWORK=off nice -n 19 $(GO) build -p $(ISTIOD_GO_P) -modfile=$(ISTIOD_DIR)/pilot.mod -mod=mod \
+	  -ldflags '$(ISTIOD_LDFLAGS)' -o $(ISTIOD_DIR)/pilot-discovery ./pilot/cmd/pilot-discovery
+	$(GO) build -o $(ISTIOD_DIR)/pp/ ./cmd/profile-plugins ./cmd/profile-plugins-controller
+	cd hack/istiod && GOFLAGS=-buildvcs=false $(GO) vet ./... && ISTIOD_BIN=$(ISTIOD_DIR)/pilot-discovery \
+	  ISTIO_CHART=$(ISTIOD_DIR)/istio-src/manifests/charts/istio-control/istio-discovery PP_BIN=$(ISTIOD_DIR)/pp \
+	  GOFLAGS=-buildvcs=false $(GO) test -count=1 -v -timeout 60m ./...
 
 ## test-open-findings: the open findings of the attack reviews (internal/integration, build tag
 ## openfindings). Each test fails while its finding stands, so this target fails until all are fixed.
