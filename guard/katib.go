@@ -64,7 +64,7 @@ func (b builder) katibsPod(m string) expr {
 	e := expr(m)
 	owner := "object.metadata.ownerReferences.exists(r, r.kind == 'ReplicaSet' && r.apiVersion == 'apps/v1' && has(r.controller) && r.controller && " +
 		"r.name.startsWith(" + string(e) + ".labels[" + quote(katibDeploymentLabel) + "] + '-'))"
-	return allOf(expr(b.kubernetes()), eq("request.operation", "CREATE"),
+	return allOf(expr("("+b.kubernetes()+")"), eq("request.operation", "CREATE"),
 		expr(hasKey(m, "labels", katibSuggestionLabel, "")), expr(hasKey(m, "labels", katibExperimentLabel, "")), expr(hasKey(m, "labels", katibDeploymentLabel, "")),
 		field("object", "metadata", "ownerReferences"), expr(owner))
 }
