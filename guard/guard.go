@@ -406,6 +406,8 @@ func (b builder) podChecks(m, old, s, what string, katib expr) []Check {
 			what+" + ': sidecar.istio.io/inject other than \\'true\\' runs the pod without a sidecar, or without its redirect, outside the mesh and every policy of the namespace; remove it"+ask+"'")
 		if katib != "false" {
 			injectNotTrue.Passes = katibPasses(old != "")
+			injectNotTrue.MessageExpression = what + " + ': sidecar.istio.io/inject other than \\'true\\' runs the pod without a sidecar, or without its redirect, outside the mesh and every policy of the namespace' + " +
+				katibRefusal(m) + " + '; remove it" + ask + "'"
 		}
 		out = append(out, injectNotTrue,
 			chk("inbound-capture", AssetPodCapture, "istio pkg/kube/inject/template.go excludeInboundPort; tools/istio-iptables (the inbound port, interception and interface annotations)", exempt+" || !("+bypass+")",

@@ -49,7 +49,7 @@ func (b builder) katibsTemplate(m string) expr {
 		string(label(katibSuggestionLabel)) + " == r.name)"
 	return allOf(eq("request.resource.resource", "deployments"), eq("request.userInfo.username", b.katibUser()),
 		expr(hasKey(m, "labels", katibSuggestionLabel, "")), expr(hasKey(m, "labels", katibExperimentLabel, "")), expr(hasKey(m, "labels", katibDeploymentLabel, "")),
-		label(katibDeploymentLabel)+" == object.metadata.name", field("object", "metadata", "ownerReferences"), expr(owner))
+		label(katibDeploymentLabel)+" == object.metadata.name", field("object", "metadata", "ownerReferences"), expr(owner), katibUnmutated(m))
 }
 
 // katibsPod is whether the request is kube-controller-manager's creation of a pod (metadata m) of
@@ -66,7 +66,32 @@ func (b builder) katibsPod(m string) expr {
 		"r.name.startsWith(" + string(e) + ".labels[" + quote(katibDeploymentLabel) + "] + '-'))"
 	return allOf(expr("("+b.kubernetes()+")"), eq("request.operation", "CREATE"),
 		expr(hasKey(m, "labels", katibSuggestionLabel, "")), expr(hasKey(m, "labels", katibExperimentLabel, "")), expr(hasKey(m, "labels", katibDeploymentLabel, "")),
-		field("object", "metadata", "ownerReferences"), expr(owner))
+		field("object", "metadata", "ownerReferences"), expr(owner), katibUnmutated(m))
+}
+
+// katibUnmutated is whether the pod or template metadata m shows neither the mark nor the trigger
+// of a webhook that merges a tenant's input into the pods it selects. A suggestion pod's labels
+// and annotations are its Experiment's, a member's (Katib copies them onto the Suggestion:
+// kubeflow/katib PR #998, and SuggestionLabels and DesiredDeployment onto the template), so a
+// member can make webhooks select it: Kubeflow's PodDefaults (command, args, env, volumes,
+// ServiceAccount; the webhook marks every pod it changes with
+// poddefault.admission.kubeflow.org/poddefault-<name>: kubeflow/kubeflow
+// components/admission-webhook/main.go applyPodDefaultsOnPod), the Spark operator's (containers,
+// for pods labelled sparkoperator.k8s.io/: kubeflow/spark-operator internal/webhook
+// sparkpod_defaulter.go) and KServe's pod mutator (containers, for pods labelled
+// serving.kserve.io/inferenceservice). Such a pod is not Katib's as Katib makes it, and does
+// not opt out.
+func katibUnmutated(m string) expr {
+	return allOf(
+		anyOf(expr("!has("+m+".annotations)"), expr("!"+m+".annotations.exists(k, k.startsWith('poddefault.admission.kubeflow.org/'))")),
+		anyOf(expr("!has("+m+".labels)"), expr("!"+m+".labels.exists(k, k.startsWith('sparkoperator.k8s.io/') || k.startsWith('serving.kserve.io/'))")))
+}
+
+// katibRefusal says, in CEL, why a pod or template (metadata m) with Katib's suggestion label did
+// not pass for Katib's: appended to the injection check's message.
+func katibRefusal(m string) string {
+	return "(" + hasKey(m, "labels", katibSuggestionLabel, "") + " ? '; only Katib\\'s suggestion Deployment, as Katib\\'s controller writes it under a Suggestion, and kube-controller-manager\\'s pods of it " +
+		"opt out, by the label alone, with no PodDefault applied and none of the Spark operator\\'s or KServe\\'s labels' : '')"
 }
 
 // katibOptOut is whether the pod or template metadata m opts out of injection as Katib's
@@ -127,7 +152,7 @@ func (b builder) katibKubeflowChecks() []Check {
 // suggestions are exempt: on templates Katib's Deployment, on pods kube-controller-manager's.
 func katibPasses(pod bool) string {
 	if pod {
-		return "kube-controller-manager's pods of a ReplicaSet of Katib's suggestion Deployment (Katib's labels), by the label sidecar.istio.io/inject=false alone"
+		return "kube-controller-manager's pods of a ReplicaSet of Katib's suggestion Deployment (Katib's labels) that no PodDefault, Spark operator or KServe webhook changed, by the label sidecar.istio.io/inject=false alone"
 	}
 	return "Katib's suggestion Deployment (guard.katibControllerServiceAccount, controlled by a Suggestion), by the label sidecar.istio.io/inject=false alone"
 }

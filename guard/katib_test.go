@@ -90,6 +90,8 @@ func katibsOwnMayOptOut(t *testing.T, s *server) {
 	} {
 		refusedBy(t, s.as(t, katib).Create(ctx, suggestionDeployment(ns, change), client.DryRunAll), name, "Katib's Deployment with another opt-out")
 	}
+	spark := suggestionDeployment(ns, func(p *corev1.PodTemplateSpec) { p.Labels["sparkoperator.k8s.io/launched-by-spark-operator"] = "true" })
+	refusedBy(t, s.as(t, katib).Create(ctx, spark, client.DryRunAll), "workloads/inject-not-true", "Katib's Deployment with a label the Spark operator's webhook selects (the Experiment's)")
 }
 
 // noMemberCanBorrowKatibsOptOut: what a member, or a component writing a member's input, can do
@@ -153,13 +155,22 @@ func noMemberCanBorrowKatibsOptOut(t *testing.T, s *server) {
 		{[]string{"pods/inject-not-true"}, "a Job's pod", func(p *corev1.Pod) { p.OwnerReferences = controlledBy("batch/v1", "Job", "tune-random") }},
 		{[]string{"pods/inject-not-true"}, "another Deployment's ReplicaSet", func(p *corev1.Pod) { p.OwnerReferences[0].Name = "elsewhere-7d4b9c" }},
 		{[]string{"pods/inject-not-true"}, "without the experiment label", func(p *corev1.Pod) { delete(p.Labels, "katib.kubeflow.org/experiment") }},
+		// The pod's labels and annotations are its Experiment's, a member's: a webhook they make
+		// select it changes it past Katib's template.
+		{[]string{"pods/inject-not-true"}, "a PodDefault applied", func(p *corev1.Pod) { p.Annotations["poddefault.admission.kubeflow.org/poddefault-mine"] = "4711" }},
+		{[]string{"pods/inject-not-true"}, "the Spark operator's webhook's label", func(p *corev1.Pod) { p.Labels["sparkoperator.k8s.io/launched-by-spark-operator"] = "true" }},
+		{[]string{"pods/inject-not-true"}, "KServe's pod mutator's label", func(p *corev1.Pod) { p.Labels["serving.kserve.io/inferenceservice"] = "mine" }},
 		{[]string{"pods/injected"}, "not injected, without the switch", func(p *corev1.Pod) { delete(p.Labels, "sidecar.istio.io/inject") }},
 		{[]string{"pods/proxy-runs-sidecar"}, "an istio-proxy of another type", func(p *corev1.Pod) {
 			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "istio-proxy", Image: "proxyv2", Args: []string{"proxy", "router"}})
 		}},
 		{[]string{"pods/istio-init"}, "an istio-init", func(p *corev1.Pod) { p.Spec.InitContainers = []corev1.Container{{Name: "istio-init", Image: "mine"}} }},
 	} {
-		refusedByOneOf(t, s.as(t, kcm).Create(ctx, suggestionPod(ns, "tune-random-7d4b9c-y", tc.change), client.DryRunAll), tc.ids, tc.why)
+		err := s.as(t, kcm).Create(ctx, suggestionPod(ns, "tune-random-7d4b9c-y", tc.change), client.DryRunAll)
+		refusedByOneOf(t, err, tc.ids, tc.why)
+		if tc.ids[0] == "pods/inject-not-true" {
+			assert.Contains(t, err.Error(), "only Katib's suggestion Deployment", "%s: the message says what may opt out", tc.why)
+		}
 	}
 
 	// What webhooks copy onto pods kube-controller-manager creates.
