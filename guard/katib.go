@@ -56,7 +56,10 @@ func (b builder) katibsTemplate(m string) expr {
 // Katib's suggestion Deployment: controlled by a ReplicaSet of the Deployment Katib's labels name
 // (the Deployment controller names its ReplicaSets <deployment>-<pod-template-hash>). No member's
 // template may carry those labels (katibLabelsCheck), nor what a webhook copies onto pods
-// (kubeflow/poddefault-katib-labels, kubeflow/katib-suggestion-labels). False unless katibExempt.
+// (kubeflow/poddefault-katib-labels, kubeflow/katib-suggestion-labels). Or it is an update of such
+// a pod through its status, which keeps the spec, that keeps its labels: a CNI plugin annotates
+// every pod there (Calico's podIP; projectcalico libcalico-go workloadendpoint.go), whoever it runs
+// as. False unless katibExempt.
 func (b builder) katibsPod(m string) expr {
 	if !b.katibExempt() {
 		return "false"
@@ -64,7 +67,10 @@ func (b builder) katibsPod(m string) expr {
 	e := expr(m)
 	owner := "object.metadata.ownerReferences.exists(r, r.kind == 'ReplicaSet' && r.apiVersion == 'apps/v1' && has(r.controller) && r.controller && " +
 		"r.name.startsWith(" + string(e) + ".labels[" + quote(katibDeploymentLabel) + "] + '-'))"
-	return allOf(expr("("+b.kubernetes()+")"), eq("request.operation", "CREATE"),
+	created := allOf(expr("("+b.kubernetes()+")"), eq("request.operation", "CREATE"))
+	status := allOf(eq("request.operation", "UPDATE"), "has(request.subResource)", eq("request.subResource", "status"), "oldObject != null",
+		"(has(object.metadata.labels) ? object.metadata.labels : {}) == (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})")
+	return allOf(anyOf(created, status),
 		expr(hasKey(m, "labels", katibSuggestionLabel, "")), expr(hasKey(m, "labels", katibExperimentLabel, "")), expr(hasKey(m, "labels", katibDeploymentLabel, "")),
 		field("object", "metadata", "ownerReferences"), expr(owner), katibUnmutated(m))
 }
@@ -152,7 +158,8 @@ func (b builder) katibKubeflowChecks() []Check {
 // suggestions are exempt: on templates Katib's Deployment, on pods kube-controller-manager's.
 func katibPasses(pod bool) string {
 	if pod {
-		return "kube-controller-manager's pods of a ReplicaSet of Katib's suggestion Deployment (Katib's labels) that no PodDefault, Spark operator or KServe webhook changed, by the label sidecar.istio.io/inject=false alone"
+		return "kube-controller-manager's pods of a ReplicaSet of Katib's suggestion Deployment (Katib's labels) that no PodDefault, Spark operator or KServe webhook changed, " +
+			"and updates of their status that keep their labels, by the label sidecar.istio.io/inject=false alone"
 	}
 	return "Katib's suggestion Deployment (guard.katibControllerServiceAccount, controlled by a Suggestion), by the label sidecar.istio.io/inject=false alone"
 }

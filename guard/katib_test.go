@@ -79,6 +79,17 @@ func katibsOwnMayOptOut(t *testing.T, s *server) {
 		require.NoError(t, s.as(t, creator).Create(ctx, suggestionPod(ns, "tune-random-7d4b9c-x", func(*corev1.Pod) {}), client.DryRunAll),
 			"%s creates its pod, not injected", creator)
 	}
+	// A CNI plugin annotates the pod through its status, as whoever it runs as; a member may
+	// change neither its spec nor its labels.
+	pod := suggestionPod(ns, "tune-random-7d4b9c-z", func(*corev1.Pod) {})
+	require.NoError(t, s.as(t, kcm).Create(ctx, pod))
+	pod.Annotations = map[string]string{"cni.projectcalico.org/podIP": "10.0.0.9/32"}
+	require.NoError(t, s.as(t, widened).Status().Update(ctx, pod, client.DryRunAll), "an annotation through the status")
+	pod.Labels["mine"] = "x"
+	refusedBy(t, s.as(t, widened).Status().Update(ctx, pod, client.DryRunAll), "pods/inject-not-true", "a label through the status")
+	delete(pod.Labels, "mine")
+	pod.Spec.Containers[0].Image = "mine"
+	refusedBy(t, s.as(t, editor).Update(ctx, pod, client.DryRunAll), "pods/inject-not-true", "a member's image in Katib's pod")
 
 	// Every other check still applies to Katib's own Deployment and pods: only its label opts out.
 	for name, change := range map[string]func(*corev1.PodTemplateSpec){
