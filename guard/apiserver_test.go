@@ -40,6 +40,7 @@ const (
 	rsCtl   = "system:serviceaccount:kube-system:replicaset-controller"
 	kubelet = "system:node:node-1"
 	kfam    = "system:serviceaccount:kubeflow:profiles-controller-service-account"
+	katib   = "system:serviceaccount:kubeflow:katib-controller" // Katib's controller, guard.katibControllerServiceAccount's default
 	// nsWriter may update namespaces, which none of Kubeflow's roles grants.
 	nsWriter = "nina@example.com"
 )
@@ -101,7 +102,7 @@ func guardedServer(t *testing.T, env *envtest.Env, mode config.MeshMode) *server
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: nsWriter}}}))
 	for i, s := range []rbacv1.Subject{
 		{Kind: rbacv1.UserKind, Name: istiod}, {Kind: rbacv1.UserKind, Name: kcm}, {Kind: rbacv1.UserKind, Name: rsCtl}, {Kind: rbacv1.UserKind, Name: kfam},
-		{Kind: rbacv1.GroupKind, Name: "system:nodes"},
+		{Kind: rbacv1.UserKind, Name: katib}, {Kind: rbacv1.GroupKind, Name: "system:nodes"},
 	} {
 		require.NoError(t, env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("guard-test-platform-%d", i)},

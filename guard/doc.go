@@ -33,7 +33,10 @@
 //     its events (FailedCreate). The waypoint's own pods, which opt out by istiod's template, are
 //     the waypoint policy's.
 //   - [WorkloadsPolicy], [CronJobsPolicy]: the same checks on pod templates, so a user hears of a
-//     refusal when applying the workload.
+//     refusal when applying the workload. In sidecar mode Katib's suggestion Deployment
+//     (guard.katibControllerServiceAccount, controlled by a Suggestion) and kube-controller-manager's
+//     pods of it may carry Katib's sidecar.istio.io/inject=false, and no other template, PodDefault,
+//     Experiment or Trial Katib's suggestion labels.
 //   - [ServicesPolicy]: routing labels on Services, and endpoints naming another namespace's pods.
 //   - [BindingsPolicy]: Bindings that would copy Istio's labels or annotations onto a pod.
 //   - [KubeflowPolicy]: Kubeflow's objects whose controllers or webhooks copy a tenant's input into

@@ -316,8 +316,10 @@ func annotationValue(o, key string) string {
 	return fmt.Sprintf("(%[1]s ? %[2]s.metadata.annotations[%[3]s] : '')", hasKey(o+".metadata", "annotations", key, ""), o, quote(key))
 }
 
-// podChecks are the validations of pod metadata m and pod spec s (CEL expressions).
-func (b builder) podChecks(m, old, s, what string) []Check {
+// podChecks are the validations of pod metadata m and pod spec s (CEL expressions). katib is
+// whether the request is Katib's suggestion Deployment or one of its pods (katibsTemplate,
+// katibsPod), which may opt out of injection by Katib's label; "false" where none can be.
+func (b builder) podChecks(m, old, s, what string, katib expr) []Check {
 	allowed := "false"
 	var entries []string
 	for _, o := range b.cfg.Guard.OptOutAllowed {
@@ -394,17 +396,31 @@ func (b builder) podChecks(m, old, s, what string) []Check {
 			hasKey(m, "annotations", annotation.SidecarTrafficKubevirtInterfaces.Name, ""),
 			hasKey(m, "annotations", annotation.IoIstioRerouteVirtualInterfaces.Name, ""),
 			hasKey(m, "annotations", statusPort, ""), quote(statusPort))
-		out = append(out,
-			chk("inject-not-true", AssetPodCapture, "istio pkg/kube/inject/webhook.go injectRequired; cni/pkg/plugin/plugin.go doAddRun reads the switch with strconv.ParseBool", exempt+" || !("+notTrue("labels")+" || "+notTrue("annotations")+")",
-				"pods of this namespace may not opt out of sidecar injection (sidecar.istio.io/inject other than true)"+ask,
-				what+" + ': sidecar.istio.io/inject other than \\'true\\' runs the pod without a sidecar, or without its redirect, outside the mesh and every policy of the namespace; remove it"+ask+"'"),
+		// Katib's suggestions opt out by the label sidecar.istio.io/inject=false, and only by it.
+		labelOptOut := notTrue("labels")
+		if katib != "false" {
+			labelOptOut = "(" + labelOptOut + " && " + string(not(katibOptOut(m, katib))) + ")"
+		}
+		injectNotTrue := chk("inject-not-true", AssetPodCapture, "istio pkg/kube/inject/webhook.go injectRequired; cni/pkg/plugin/plugin.go doAddRun reads the switch with strconv.ParseBool", exempt+" || !("+labelOptOut+" || "+notTrue("annotations")+")",
+			"pods of this namespace may not opt out of sidecar injection (sidecar.istio.io/inject other than true)"+ask,
+			what+" + ': sidecar.istio.io/inject other than \\'true\\' runs the pod without a sidecar, or without its redirect, outside the mesh and every policy of the namespace; remove it"+ask+"'")
+		if katib != "false" {
+			injectNotTrue.Passes = katibPasses(old != "")
+			injectNotTrue.MessageExpression = what + " + ': sidecar.istio.io/inject other than \\'true\\' runs the pod without a sidecar, or without its redirect, outside the mesh and every policy of the namespace' + " +
+				katibRefusal(m) + " + '; remove it" + ask + "'"
+		}
+		out = append(out, injectNotTrue,
 			chk("inbound-capture", AssetPodCapture, "istio pkg/kube/inject/template.go excludeInboundPort; tools/istio-iptables (the inbound port, interception and interface annotations)", exempt+" || !("+bypass+")",
 				"pods of this namespace may not take inbound traffic out of the sidecar's capture"+ask,
 				what+" + ': "+include+" other than *, "+exclude+" beyond the status port, "+statusPort+" other than 15020, "+mode+"=NONE, or an excluded or rerouted interface "+
 					"lets callers reach the pod past its sidecar and the namespace\\'s policies; remove it"+ask+"'"))
-		out = append(out, b.sidecarContainerChecks(m, old, s, what, exempt)...)
+		out = append(out, b.sidecarContainerChecks(m, old, s, what, exempt, katib)...)
 	}
-	return append(inModes(b.cfg.Mesh.Mode, out...), b.waypointChecks(m, what)...)
+	out = inModes(b.cfg.Mesh.Mode, out...)
+	if old == "" {
+		out = append(out, b.katibLabelsCheck(m, what, katib)...)
+	}
+	return append(out, b.waypointChecks(m, what)...)
 }
 
 // sidecarContainerChecks are the sidecar-mode checks of the containers Istio reads (pod metadata
@@ -414,7 +430,7 @@ func (b builder) podChecks(m, old, s, what string) []Check {
 // injector puts istio-proxy when native sidecars are on (cni/pkg/plugin/kubernetes.go containers);
 // and the two annotations that reshape the sidecar the injector adds. Templates are judged before
 // injection, pods after it (whoever creates them), so only pods are required to be injected.
-func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []Check {
+func (b builder) sidecarContainerChecks(m, old, s, what, exempt string, katib expr) []Check {
 	all := fmt.Sprintf("(has(%[1]s.initContainers) ? %[1]s.containers + %[1]s.initContainers : %[1]s.containers)", s)
 	proxy := quote(waypoint.SidecarContainer)
 	// istio-cni reads both with strconv.ParseBool (cni/pkg/plugin/plugin.go doAddRun,
@@ -474,10 +490,15 @@ func (b builder) sidecarContainerChecks(m, old, s, what, exempt string) []Check 
 		// the status annotation the injector always writes, it was not injected, and istio-cni
 		// programs no redirect for it (cni/pkg/plugin/plugin.go doAddRun skips a pod without
 		// sidecar.istio.io/status), whatever its own istio-proxy container runs.
-		out = append(out, chk("injected", AssetPodCapture, "istio cni/pkg/plugin/plugin.go doAddRun skips a pod without sidecar.istio.io/status", exempt+" || request.operation != 'CREATE' || ("+all+".exists(c, c.name == "+proxy+") && "+hasKey(m, "annotations", status, "")+")",
+		// A Katib suggestion's pod is not injected: it opted out by Katib's label (katibOptOut).
+		injected := chk("injected", AssetPodCapture, "istio cni/pkg/plugin/plugin.go doAddRun skips a pod without sidecar.istio.io/status", exempt+" || request.operation != 'CREATE' || "+string(katibOptOut(m, katib))+" || ("+all+".exists(c, c.name == "+proxy+") && "+hasKey(m, "annotations", status, "")+")",
 			"pods of this namespace run with Istio's sidecar"+ask,
 			what+" + ': the pod has no "+waypoint.SidecarContainer+" container or no "+status+", so it was not injected and istio-cni would leave it "+
-				"outside the mesh and every policy of the namespace; create it where injection is on, without switching it off"+ask+"'"))
+				"outside the mesh and every policy of the namespace; create it where injection is on, without switching it off"+ask+"'")
+		if katib != "false" {
+			injected.Passes = katibPasses(true)
+		}
+		out = append(out, injected)
 	}
 	return out
 }
@@ -531,7 +552,7 @@ func (b builder) pods() policySpec {
 		rule("", "v1", []string{"pods", "pods/status"}, admissionv1.Create, admissionv1.Update),
 	}, sameMetadata()...)
 	s.untrusted = "!(" + b.trustedUsers() + " || ((" + b.kubernetes() + ") && request.operation != 'CREATE'))"
-	s.addAll(viaStatus(b.podChecks("object.metadata", "oldObject.metadata", "object.spec", "'Pod ' + request.namespace + '/' + object.metadata.name")))
+	s.addAll(viaStatus(b.podChecks("object.metadata", "oldObject.metadata", "object.spec", "'Pod ' + request.namespace + '/' + object.metadata.name", b.katibsPod("object.metadata"))))
 	return s
 }
 
@@ -565,7 +586,7 @@ func (b builder) workloads() policySpec {
 		rule("", "v1", []string{"replicationcontrollers"}, admissionv1.Create, admissionv1.Update),
 	})
 	s.addAll(b.podChecks("object.spec.template.metadata", "", "object.spec.template.spec",
-		"request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name + ' (its pod template)'"))
+		"request.kind.kind + ' ' + request.namespace + '/' + object.metadata.name + ' (its pod template)'", b.katibsTemplate("object.spec.template.metadata")))
 	return s
 }
 
@@ -574,7 +595,7 @@ func (b builder) cronJobs() policySpec {
 		rule("batch", "v1", []string{"cronjobs"}, admissionv1.Create, admissionv1.Update),
 	})
 	s.addAll(b.podChecks("object.spec.jobTemplate.spec.template.metadata", "", "object.spec.jobTemplate.spec.template.spec",
-		"'CronJob ' + request.namespace + '/' + object.metadata.name + ' (its pod template)'"))
+		"'CronJob ' + request.namespace + '/' + object.metadata.name + ' (its pod template)'", "false"))
 	return s
 }
 
@@ -619,6 +640,7 @@ func (b builder) kubeflow() policySpec {
 		rule("sparkoperator.k8s.io", "*", []string{"sparkapplications", "scheduledsparkapplications"}, admissionv1.Create, admissionv1.Update),
 	})
 	s.addAll([]Check{podDefaultCheck(), b.podDefaultSelectorCheck(), b.podDefaultIdentityCheck(), b.notebookCheck(), katibCheck(), sparkCheck()})
+	s.addAll(b.katibKubeflowChecks())
 	return s
 }
 

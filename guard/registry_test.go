@@ -327,6 +327,25 @@ func attacks(mode config.MeshMode) map[string]attack {
 	} {
 		out[id] = a
 	}
+	if mode == config.ModeSidecar {
+		// Katib's suggestion labels, which let kube-controller-manager's pods opt out of the
+		// sidecar as Katib's suggestions do (the webhook review of Dec 5), anywhere but on Katib's
+		// own suggestion Deployment.
+		katibs := template(func(p *corev1.PodTemplateSpec) { p.Labels["katib.kubeflow.org/suggestion"] = "tune" })
+		out["workloads/katib-suggestion-labels"] = attack{asset: guard.AssetPodCapture, do: member(func(a *arena) client.Object {
+			return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "tune-random", Namespace: a.ns},
+				Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}, Template: katibs}}
+		})}
+		out["cronjobs/katib-suggestion-labels"] = attack{asset: guard.AssetPodCapture, do: member(func(a *arena) client.Object {
+			tpl := *katibs.DeepCopy()
+			tpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+			return &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "tune", Namespace: a.ns},
+				Spec: batchv1.CronJobSpec{Schedule: "@daily", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tpl}}}}
+		})}
+		out["kubeflow/poddefault-katib-labels"] = attack{asset: guard.AssetPodCapture, do: member(cr("kubeflow.org/v1alpha1", "PodDefault", nil, nil, map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}, "labels": map[string]any{"katib.kubeflow.org/suggestion": "tune"}}))}
+		out["kubeflow/katib-suggestion-labels"] = attack{asset: guard.AssetPodCapture, do: member(cr("kubeflow.org/v1beta1", "Trial", map[string]string{"katib.kubeflow.org/deployment": "tune-random"}, nil, map[string]any{}))}
+	}
 	return out
 }
 
@@ -336,7 +355,7 @@ func installKubeflowCRDs(t *testing.T, s *server) {
 	t.Helper()
 	for _, k := range []struct{ group, version, kind, plural string }{
 		{"kubeflow.org", "v1alpha1", "PodDefault", "poddefaults"}, {"kubeflow.org", "v1", "Notebook", "notebooks"},
-		{"kubeflow.org", "v1beta1", "Trial", "trials"}, {"sparkoperator.k8s.io", "v1beta2", "SparkApplication", "sparkapplications"},
+		{"kubeflow.org", "v1beta1", "Trial", "trials"}, {"kubeflow.org", "v1beta1", "Experiment", "experiments"}, {"sparkoperator.k8s.io", "v1beta2", "SparkApplication", "sparkapplications"},
 	} {
 		crd := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

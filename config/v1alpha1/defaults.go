@@ -36,6 +36,9 @@ const (
 	DefaultPolicyWriter = "kubeflow/profiles-controller-service-account"
 	// DefaultControllerServiceAccount is the ServiceAccount deploy/ runs the controller as.
 	DefaultControllerServiceAccount = "kubeflow/profile-plugins"
+	// DefaultKatibControllerServiceAccount is the ServiceAccount Katib's manifests run its
+	// controller as.
+	DefaultKatibControllerServiceAccount = "kubeflow/katib-controller"
 	// DefaultBreakGlassGroup is the group the admission guard never refuses (see Guard).
 	DefaultBreakGlassGroup = "profile-plugins.kubeflow-ambient.io:break-glass"
 )
@@ -114,6 +117,7 @@ func (c *Config) SetDefaults() {
 	g := &c.Guard
 	setIfEmpty(&g.ControllerServiceAccount, DefaultControllerServiceAccount)
 	setIfEmpty(&g.BreakGlassGroup, DefaultBreakGlassGroup)
+	setIfNil(&g.KatibControllerServiceAccount, DefaultKatibControllerServiceAccount)
 	if g.PolicyWriters == nil {
 		g.PolicyWriters = []string{DefaultPolicyWriter}
 	}

@@ -53,3 +53,30 @@ func TestGuardIdentitiesNobodyOrEverybodyHasAreRefused(t *testing.T) {
 		assert.Contains(t, err.Error(), want, body)
 	}
 }
+
+// Katib's controller is kubeflow/katib-controller unless the admin names another or turns the
+// exemption of its suggestions off with ""; a bad name is refused with the field and the value,
+// and its namespace is reserved like every identity the guard trusts.
+func TestKatibControllerServiceAccountDefaultsValidationAndOff(t *testing.T) {
+	def := config.Default()
+	assert.Equal(t, "kubeflow/katib-controller", def.Guard.KatibController())
+
+	off, err := config.Parse([]byte(header + "guard: {katibControllerServiceAccount: ''}\n"))
+	require.NoError(t, err)
+	assert.Empty(t, off.Guard.KatibController(), "an empty name turns the exemption off")
+
+	other, err := config.Parse([]byte(header + "guard: {katibControllerServiceAccount: katib/controller}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "katib/controller", other.Guard.KatibController())
+	assert.Contains(t, other.ReservedNamespaces(), "katib", "its namespace may be no Profile's")
+
+	for value, want := range map[string]string{
+		"katib-controller":  `guard.katibControllerServiceAccount: Invalid value: "katib-controller": must be namespace/name`,
+		"Kube_flow/katib":   `guard.katibControllerServiceAccount: Invalid value: "Kube_flow/katib": namespace:`,
+		"kubeflow/Katib_Ct": `guard.katibControllerServiceAccount: Invalid value: "kubeflow/Katib_Ct": name:`,
+	} {
+		_, err := config.Parse([]byte(header + "guard: {katibControllerServiceAccount: " + value + "}\n"))
+		require.Error(t, err, value)
+		assert.Contains(t, err.Error(), want)
+	}
+}

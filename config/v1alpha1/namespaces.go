@@ -34,7 +34,7 @@ func (c *Config) ReservedNamespaces() []string {
 	}
 	// The guard trusts these identities in every managed namespace: a Profile's members may run
 	// pods as any ServiceAccount of their namespace, so none of them may live in one.
-	for _, sa := range append(append([]string{c.Guard.ControllerServiceAccount}, c.Guard.MeshServiceAccounts...), c.Guard.PolicyWriters...) {
+	for _, sa := range append(append([]string{c.Guard.ControllerServiceAccount, c.Guard.KatibController()}, c.Guard.MeshServiceAccounts...), c.Guard.PolicyWriters...) {
 		ns, _, _ := strings.Cut(sa, "/")
 		out = append(out, ns)
 	}

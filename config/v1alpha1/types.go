@@ -60,6 +60,22 @@ type Guard struct {
 	// WorkloadEntries, WorkloadGroups, Gateways other than the waypoint, ALLOW policies of other
 	// writers), each by kind and name. Default: none.
 	MeshConfigAllowed []MeshObject `json:"meshConfigAllowed,omitempty"`
+	// KatibControllerServiceAccount is the ServiceAccount Katib's controller runs as,
+	// "namespace/name". In sidecar mode the Deployment it writes for an Experiment's Suggestion
+	// (controlled by the Suggestion, its pod template labelled katib.kubeflow.org/suggestion), and
+	// the pods kube-controller-manager makes of it, may carry Katib's sidecar.istio.io/inject=false,
+	// and no other template may carry Katib's suggestion labels. Default: kubeflow/katib-controller
+	// (Katib's manifests); "" turns the exemption off, and Katib's suggestions are then refused in
+	// sidecar mode.
+	KatibControllerServiceAccount *string `json:"katibControllerServiceAccount,omitempty"`
+}
+
+// KatibController is guard.katibControllerServiceAccount, "" when the exemption is off.
+func (g Guard) KatibController() string {
+	if g.KatibControllerServiceAccount == nil {
+		return ""
+	}
+	return *g.KatibControllerServiceAccount
 }
 
 // MeshObject names an object of Istio's or the Gateway API's by kind (EnvoyFilter, Gateway, ...)

@@ -488,6 +488,9 @@ func (g *Guard) validate(path *field.Path, waypointName string) field.ErrorList 
 	for i, sa := range g.PolicyWriters {
 		errs = append(errs, validServiceAccount(path.Child("policyWriters").Index(i), sa)...)
 	}
+	if sa := g.KatibController(); sa != "" {
+		errs = append(errs, validServiceAccount(path.Child("katibControllerServiceAccount"), sa)...)
+	}
 	for i, o := range g.MeshConfigAllowed {
 		p := path.Child("meshConfigAllowed").Index(i)
 		if !slices.Contains(MeshConfigKinds(), o.Kind) {
