@@ -32,7 +32,7 @@ import (
 //
 //   - a pod that runs as the waypoint's ServiceAccount, or carries its gateway-name label, and is
 //     not istiod's waypoint's: istiod's Deployment, its ReplicaSet (by UID), the pod's containers
-//     those of the ReplicaSet's template;
+//     and volumes those of the ReplicaSet's template (podtemplate.go); terminating or not;
 //   - the waypoint's Deployment with a spec field owned by anyone but istiod's apply: istiod adopts
 //     an existing Deployment that carries its managed label and keeps the fields it does not set
 //     (pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go, canManage; it applies with the
@@ -188,7 +188,8 @@ func ownsSpec(f *metav1.FieldsV1) bool {
 }
 
 // pods judges every pod of a managed namespace that runs as the waypoint's ServiceAccount or
-// carries its gateway-name label (two selected Lists).
+// carries its gateway-name label (two selected Lists). A terminating pod too: it runs, and its
+// bound token stays valid, until its grace period ends, which whoever deletes it chooses.
 func (w *identityWalk) pods(ctx context.Context) error {
 	seen := map[types.UID]bool{}
 	for _, opt := range []client.ListOption{
@@ -201,17 +202,28 @@ func (w *identityWalk) pods(ctx context.Context) error {
 		}
 		for i := range list.Items {
 			p := &list.Items[i]
-			if !w.managed[p.Namespace] || seen[p.UID] || p.DeletionTimestamp != nil {
+			if !w.managed[p.Namespace] || seen[p.UID] {
 				continue
 			}
 			seen[p.UID] = true
 			if why := w.podNotIstiods(p); why != "" {
 				w.report("Pod", p.Namespace, p.Name, "runs as the waypoint's ServiceAccount or carries its gateway-name label, but "+why+
-					": it holds the identity the namespace's policies admit, or takes the waypoint's traffic", deleteAsBreakGlass+", with whatever made it")
+					": it holds the identity the namespace's policies admit, or takes the waypoint's traffic", podFix(p))
 			}
 		}
 	}
 	return nil
+}
+
+// podFix is how to be rid of an impostor pod p. A terminating one runs until its grace period
+// ends; a delete with a shorter one shortens it.
+func podFix(p *corev1.Pod) string {
+	fix := deleteAsBreakGlass + ", with whatever made it"
+	if p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil {
+		fix += fmt.Sprintf("; it is being deleted but may run %ds more from %s: delete it again with --grace-period=1",
+			*p.DeletionGracePeriodSeconds, p.DeletionTimestamp.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	return fix
 }
 
 // podNotIstiods says why p is not a pod of istiod's waypoint, or "".
@@ -227,25 +239,10 @@ func (w *identityWalk) podNotIstiods(p *corev1.Pod) string {
 	if p.Spec.ServiceAccountName != w.wp || p.Labels[label.IoK8sNetworkingGatewayGatewayName.Name] != w.wp {
 		return "it does not run as istiod's template says"
 	}
-	if !sameContainers(p.Spec, rs.Spec.Template.Spec) {
-		return "its containers are not those of its ReplicaSet's template"
+	if diff := templateDiff(p.Spec, rs.Spec.Template.Spec); diff != "" {
+		return "it does not run what its ReplicaSet's template says (" + diff + ")"
 	}
 	return ""
-}
-
-// sameContainers is whether a pod runs the containers of its template, by name and image, in
-// every kind of container.
-func sameContainers(pod, template corev1.PodSpec) bool {
-	key := func(cs []corev1.Container) []string {
-		var out []string
-		for _, c := range cs {
-			out = append(out, c.Name+"="+c.Image)
-		}
-		slices.Sort(out)
-		return out
-	}
-	return slices.Equal(key(pod.Containers), key(template.Containers)) &&
-		slices.Equal(key(pod.InitContainers), key(template.InitContainers)) && len(pod.EphemeralContainers) == 0
 }
 
 // serviceAccounts judges the ServiceAccount named like the waypoint in each managed namespace.

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -194,4 +195,115 @@ func readerWithout(t *testing.T, env *envtest.Env, resource string) client.Clien
 	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
 	require.NoError(t, err)
 	return c
+}
+
+// A pod that claims istiod's ReplicaSet as its controller (any writer of pods may set that
+// reference) and has the template's container name and image passes only if it runs what the
+// template says: each other program, environment, mount, security context or volume is reported
+// (review admin5, A5-1). istiod's own pod, which the API server defaults and gives its token
+// volume, is not.
+func TestCheckReportsPodsOfIstiodsReplicaSetThatRunAnythingButItsTemplate(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	c, ctx := env.Client, context.Background()
+	wp := istiodsWaypoint(t, c, "wi-forged")
+	member := corev1.Volume{Name: "member", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "members-bootstrap"}}}}
+	forgeries := map[string]func(*corev1.PodSpec){
+		"command": func(s *corev1.PodSpec) {
+			s.Containers[0].Command = []string{"/bin/sh", "-c", "exec envoy -c /member/bootstrap.yaml"}
+		},
+		"args": func(s *corev1.PodSpec) {
+			s.Containers[0].Args = []string{"proxy", "router", "--log_output_level=all:debug"}
+		},
+		"env": func(s *corev1.PodSpec) {
+			s.Containers[0].Env = []corev1.EnvVar{{Name: "ISTIO_BOOTSTRAP_OVERRIDE", Value: "/member/bootstrap.yaml"}}
+		},
+		"envfrom": func(s *corev1.PodSpec) {
+			s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: member.ConfigMap.LocalObjectReference}}}
+		},
+		"mount": func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{member}
+			s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "member", MountPath: "/etc/istio/custom-bootstrap"}}
+		},
+		"volume": func(s *corev1.PodSpec) { s.Volumes = []corev1.Volume{member} },
+		"privileged": func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+		},
+		"init": func(s *corev1.PodSpec) { s.InitContainers = []corev1.Container{{Name: "prepare", Image: "busybox"}} },
+		// Named like the token volume, but projecting the member's ConfigMap.
+		"token-lookalike": func(s *corev1.PodSpec) {
+			withAdmittedToken(s)
+			s.Volumes[0].Projected.Sources[1].ConfigMap.Name = "members-bootstrap"
+		},
+	}
+	for name, forge := range forgeries {
+		spec := waypointTemplate.Spec.DeepCopy()
+		forge(spec)
+		require.NoError(t, c.Create(ctx, podOf(wp.ns, "waypoint-5d8f9-"+name, wp.rs, *spec)), name)
+	}
+	// The test API server runs no ServiceAccount admission plugin: a pod as a cluster's has it.
+	admitted := waypointTemplate.Spec.DeepCopy()
+	withAdmittedToken(admitted)
+	admitted.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	require.NoError(t, c.Create(ctx, podOf(wp.ns, "waypoint-5d8f9-admitted", wp.rs, *admitted)))
+	got, _ := identityFindings(t, c)
+	assert.NotContains(t, got, wp.ns+" Pod/"+wp.pod.Name, "istiod's own pod, defaulted, is its template's")
+	assert.NotContains(t, got, wp.ns+" Pod/waypoint-5d8f9-admitted", "nor with the token volume and requests its admission gave it")
+	for name := range forgeries {
+		assert.Contains(t, got, wp.ns+" Pod/waypoint-5d8f9-"+name, "a pod of istiod's ReplicaSet with its own %s", name)
+	}
+	assert.Len(t, got, len(forgeries), "nothing else is reported")
+	assert.Contains(t, got[wp.ns+" Pod/waypoint-5d8f9-command"], "container istio-proxy: command", "the finding names what differs")
+	assert.Contains(t, got[wp.ns+" Pod/waypoint-5d8f9-volume"], "volumes")
+}
+
+// A pod that runs as the waypoint and is being deleted is reported: it runs, and its token stays
+// valid, until the grace period its deleter chose ends (review admin5, A5-1). istiod's own
+// terminating pod is not.
+func TestCheckReportsTerminatingPodsThatRunAsTheWaypoint(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	c, ctx := env.Client, context.Background()
+	wp := istiodsWaypoint(t, c, "wi-lingering")
+	const year = 365 * 24 * 3600
+	lingering := podOf(wp.ns, "lingering", nil, waypointTemplate.Spec)
+	for _, p := range []*corev1.Pod{lingering, wp.pod} {
+		if p == lingering {
+			require.NoError(t, c.Create(ctx, p))
+		}
+		// A pod bound to a node stays until its kubelet confirms the deletion.
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(p), p))
+		p.Spec.NodeName = "node-1"
+		require.NoError(t, c.SubResource("binding").Create(ctx, p, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name},
+			Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}))
+		require.NoError(t, c.Delete(ctx, p, client.GracePeriodSeconds(year)))
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(p), p))
+		require.NotNil(t, p.DeletionTimestamp, "%s is terminating", p.Name)
+	}
+	got, report := identityFindings(t, c)
+	require.Contains(t, got, wp.ns+" Pod/lingering")
+	for _, f := range report.Findings {
+		if f.What == "Pod/lingering" {
+			assert.Contains(t, f.Fix, "--grace-period=1", "the fix says how to end it sooner")
+		}
+	}
+	assert.NotContains(t, got, wp.ns+" Pod/"+wp.pod.Name, "istiod's own terminating pod is its template's")
+	assert.Len(t, got, 1)
+}
+
+// withAdmittedToken adds to s the volume and mount the ServiceAccount admission plugin adds to a
+// pod (plugin/pkg/admission/serviceaccount, TokenVolumeSource).
+func withAdmittedToken(s *corev1.PodSpec) {
+	s.Volumes = append(s.Volumes, corev1.Volume{Name: "kube-api-access-7xq2m", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: ptr.To[int32](0o644),
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		}}}})
+	for i := range s.Containers {
+		s.Containers[i].VolumeMounts = append(s.Containers[i].VolumeMounts, corev1.VolumeMount{
+			Name: "kube-api-access-7xq2m", ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"})
+	}
 }
