@@ -2,6 +2,8 @@ package platform_test
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +46,13 @@ var waypointTemplate = corev1.PodTemplateSpec{
 
 func istiodsWaypoint(t *testing.T, c client.Client, ns string) waypointNamespace {
 	t.Helper()
+	return istiodsWaypointAs(t, c, ns, "istio.io/gateway-controller")
+}
+
+// istiodsWaypointAs is istiodsWaypoint with istiod applying as the field manager manager (its
+// PILOT_GATEWAY_API_CONTROLLER_NAME).
+func istiodsWaypointAs(t *testing.T, c client.Client, ns, manager string) waypointNamespace {
+	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 		Annotations: map[string]string{ownership.OwnerAnnotation: ns + "@example.com"}}}))
@@ -50,7 +60,7 @@ func istiodsWaypoint(t *testing.T, c client.Client, ns string) waypointNamespace
 		Spec: gatewayv1.GatewaySpec{GatewayClassName: "istio-waypoint",
 			Listeners: []gatewayv1.Listener{{Name: "mesh", Port: 15008, Protocol: "HBONE"}}}}
 	require.NoError(t, c.Create(ctx, gw))
-	istiod := []client.ApplyOption{client.FieldOwner("istio.io/gateway-controller"), client.ForceOwnership}
+	istiod := []client.ApplyOption{client.FieldOwner(manager), client.ForceOwnership}
 	owner := []any{map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": "waypoint", "uid": string(gw.UID)}}
 	managed := map[string]any{"gateway.istio.io/managed": "istio.io-mesh-controller"}
 	tmpl, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&waypointTemplate)
@@ -145,6 +155,21 @@ func TestCheckReportsWhatCouldRunAsTheWaypoint(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: tainted.ns, Name: "waypoint"}, dep))
 	dep.Spec.Template.Spec.Containers = append(dep.Spec.Template.Spec.Containers, corev1.Container{Name: "shell", Image: "busybox"})
 	require.NoError(t, c.Update(ctx, dep, client.FieldOwner("kubectl-edit")))
+	// A second apply that sets istiod's label and a spec field: two writers of the spec, so which
+	// is istiod's is unknown. And a label a member's Update put on istiod's ServiceAccount.
+	reapplied := istiodsWaypoint(t, c, "wi-reapplied")
+	fixture.ApplyAs(t, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: reapplied.ns, Name: "waypoint"}}, "member-apply", func(o map[string]any) {
+		o["metadata"] = map[string]any{"name": "waypoint", "namespace": reapplied.ns, "labels": map[string]any{"gateway.istio.io/managed": "istio.io-mesh-controller"}}
+		o["spec"] = map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"sidecar.istio.io/bootstrapOverride": "members"}}}}
+	})
+	sa := &corev1.ServiceAccount{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: reapplied.ns, Name: "waypoint"}, sa))
+	sa.Labels["team"] = "a"
+	require.NoError(t, c.Update(ctx, sa, client.FieldOwner("kubectl-label")))
+	// kubectl-rollout's restartedAt is istiod's Deployment's still, but not another field it sets.
+	restarted := istiodsWaypoint(t, c, "wi-restarted")
+	patchTemplateAnnotations(t, c, restarted.ns, "kubectl-rollout", map[string]string{
+		"kubectl.kubernetes.io/restartedAt": "2026-08-01T10:00:00Z", "proxy.istio.io/config": `{"proxyMetadata":{"X":"1"}}`})
 	// The same impostor in a namespace no Profile owns is not the plugins' business.
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "wi-platform"}}))
 	require.NoError(t, c.Create(ctx, podOf("wi-platform", "impostor", nil, waypointTemplate.Spec)))
@@ -159,12 +184,18 @@ func TestCheckReportsWhatCouldRunAsTheWaypoint(t *testing.T) {
 		keys = append(keys, tainted.ns+" "+w)
 	}
 	keys = append(keys, extended.ns+" Pod/waypoint-5d8f9-extra")
+	for _, w := range []waypointNamespace{reapplied, restarted} {
+		keys = append(keys, w.ns+" Deployment/waypoint", w.ns+" ReplicaSet/waypoint-5d8f9", w.ns+" Pod/waypoint-5d8f9-x7k2p")
+	}
+	keys = append(keys, reapplied.ns+" ServiceAccount/waypoint")
 	gotKeys := make([]string, 0, len(got))
 	for k := range got {
 		gotKeys = append(gotKeys, k)
 	}
 	assert.ElementsMatch(t, keys, gotKeys)
 	assert.Contains(t, got[tainted.ns+" Deployment/waypoint"], "kubectl-edit (Update)", "the finding names who wrote the spec")
+	assert.Contains(t, got[reapplied.ns+" Deployment/waypoint"], "member-apply (Apply)")
+	assert.Contains(t, got[restarted.ns+" Deployment/waypoint"], "kubectl-rollout (Update)")
 	assert.Empty(t, report.NotChecked, "an admin may list Secrets")
 
 	// A reader that may not list Secrets (the controller's role) says so, and still reports the rest.
@@ -306,4 +337,39 @@ func withAdmittedToken(s *corev1.PodSpec) {
 		s.Containers[i].VolumeMounts = append(s.Containers[i].VolumeMounts, corev1.VolumeMount{
 			Name: "kube-api-access-7xq2m", ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"})
 	}
+}
+
+// patchTemplateAnnotations patches, as the field manager manager, annotations onto the pod
+// template of the namespace's waypoint Deployment, as `kubectl rollout restart` does.
+func patchTemplateAnnotations(t *testing.T, c client.Client, ns, manager string, annotations map[string]string) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": annotations}}}})
+	require.NoError(t, err)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "waypoint"}}
+	require.NoError(t, c.Patch(context.Background(), dep, client.RawPatch(types.StrategicMergePatchType, patch), client.FieldOwner(manager)))
+}
+
+// istiod's own waypoint is not reported after what admins and istiod routinely do to it: an HPA's
+// scaling (the scale subresource), `kubectl rollout restart` (the restartedAt annotation, owned by
+// kubectl-rollout), and istiod applying under another field manager (PILOT_GATEWAY_API_CONTROLLER_NAME)
+// (review admin5, A5-2).
+func TestCheckTakesIstiodsWaypointAfterScalingRestartsAndUnderAnyControllerName(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	c, ctx := env.Client, context.Background()
+
+	scaled := istiodsWaypoint(t, c, "wi-scaled")
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: scaled.ns, Name: "waypoint"}}
+	require.NoError(t, c.SubResource("scale").Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`)),
+		client.FieldOwner("kube-controller-manager")))
+	restarted := istiodsWaypoint(t, c, "wi-restarted")
+	patchTemplateAnnotations(t, c, restarted.ns, "kubectl-rollout", map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-08-01T10:00:00Z"})
+	// A second restart, and istiod's apply after it, keep it istiod's.
+	patchTemplateAnnotations(t, c, restarted.ns, "kubectl-rollout", map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-08-02T10:00:00Z"})
+	istiodsWaypointAs(t, c, "wi-custom", "example.com/gateway-controller")
+
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: restarted.ns, Name: "waypoint"}, dep))
+	require.True(t, slices.ContainsFunc(dep.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return e.Manager == "kubectl-rollout" }),
+		"kubectl-rollout owns a field of the spec")
+	got, _ := identityFindings(t, c)
+	assert.Empty(t, got)
 }
