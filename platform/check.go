@@ -28,8 +28,8 @@ import (
 //     or of an onBehalfOfUser caller, and waypoint pods that Pod Security or istiod would refuse
 //     (under the configured enforce level, or under "restricted", which any Profile may choose),
 //     and a missing or changed default deny for the waypoint class in the root namespace;
-//   - in every mode, the admission guard (package guard) missing, unbound, or bound to fewer
-//     namespaces than the managed ones;
+//   - in every mode, the admission guard (package guard) missing, unbound, bound to fewer
+//     namespaces than the managed ones, or rendered from another configuration;
 //   - with mesh.waypoint.provision onDemand, a waypoint of the plugins' that took longer than
 //     mesh.waypoint.idleAfter to become Programmed (a cluster-wide List of their Gateways);
 //   - in sidecar and ambient mode, whatever in a managed namespace could run as the waypoint or

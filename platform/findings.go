@@ -42,6 +42,10 @@ const (
 	// FindingGuardMisbound: a policy of the guard is bound to fewer namespaces than the managed
 	// ones, or recognises them by something else than the owner annotation.
 	FindingGuardMisbound FindingKind = "GuardMisbound"
+	// FindingGuardStale: a policy of the guard differs from the one the running PluginConfig
+	// renders (its validations, variables, match conditions, resource rules or failure policy):
+	// it was rendered from another configuration, such as another mesh.mode, or version.
+	FindingGuardStale FindingKind = "GuardStale"
 	// FindingWaypointDefaultDenyMissing: the root namespace has no default deny for the waypoint
 	// class, or one that differs from it.
 	FindingWaypointDefaultDenyMissing FindingKind = "WaypointDefaultDenyMissing"
@@ -60,7 +64,7 @@ func FindingKinds() []FindingKind {
 	return []FindingKind{FindingDataPlaneMismatch, FindingCallerNotInMesh, FindingCallerNamespaceMissing,
 		FindingIngressGatewayMissing, FindingWaypointCannotStart, FindingWaypointCannotStartIfRestricted,
 		FindingTrustedNamespaceUserControlled, FindingIPBlockCoversForwarder, FindingIdleAfterShorterThanStart,
-		FindingGuardMissing, FindingGuardUnbound, FindingGuardMisbound, FindingWaypointDefaultDenyMissing, FindingMeshConfigInUserNamespace,
+		FindingGuardMissing, FindingGuardUnbound, FindingGuardMisbound, FindingGuardStale, FindingWaypointDefaultDenyMissing, FindingMeshConfigInUserNamespace,
 		FindingWaypointIdentityShared}
 }
 

@@ -98,8 +98,9 @@ func asAdmitted(c corev1.Container, token string) corev1.Container {
 	return c
 }
 
-// fieldsDiff names, by their JSON names, the fields in which a and b differ.
-func fieldsDiff(a, b corev1.Container) []string {
+// fieldsDiff names, by their JSON names, the fields in which the structs a and b, of one type,
+// differ.
+func fieldsDiff(a, b any) []string {
 	av, bv := reflect.ValueOf(a), reflect.ValueOf(b)
 	var out []string
 	for i := range av.NumField() {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeflow-ambient/profile-plugins/cmd/profile-plugins/internal/cli"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/guard"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/platform"
@@ -77,7 +78,9 @@ func TestCheckReportsTheClusterFindings(t *testing.T) {
 	assert.Equal(t, cli.ExitOK, code)
 	assert.JSONEq(t, `{"findings": []}`, js, "an empty list, not null")
 
-	// The configuration counts: a caller whose namespace the platform lacks is a finding again.
+	// The configuration counts: a caller whose namespace the platform lacks is a finding again, and
+	// the guard installed for the default configuration is stale under this one, which reserves
+	// the caller's namespace: each policy is reported, to be rendered again (review admin5, A5-3).
 	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
 	writeFile(t, cfgPath, "apiVersion: "+config.APIVersion+"\nkind: "+config.Kind+"\n"+
 		"authorization: {platformCallers: [{name: reporter, principal: cluster.local/ns/reports/sa/reporter}]}\n")
@@ -85,7 +88,11 @@ func TestCheckReportsTheClusterFindings(t *testing.T) {
 	assert.Equal(t, cli.ExitAttention, code)
 	report = platform.Report{}
 	require.NoError(t, json.Unmarshal([]byte(js), &report))
-	assert.Equal(t, []string{"CallerNamespaceMissing: reporter"}, kinds(report))
+	want := []string{"CallerNamespaceMissing: reporter"}
+	for range guard.Names() {
+		want = append(want, "GuardStale: guard")
+	}
+	assert.Equal(t, want, kinds(report))
 }
 
 // A cluster that cannot be reached or named is exit 1, with one line naming the kubeconfig.
