@@ -285,7 +285,7 @@ func TestPlatformReportString(t *testing.T) {
 	r := platform.Report{Findings: []platform.Finding{{Kind: platform.FindingWaypointCannotStart, What: "waypoint",
 		Namespace: "istio-system", ConfigMap: "defaults", Problem: "p", Fix: "f"}}}
 	assert.Equal(t, "platform check: 1 finding(s)\n  WaypointCannotStart: waypoint (namespace istio-system, ConfigMap defaults): p; fix: f", r.String())
-	assert.Len(t, platform.FindingKinds(), 16)
+	assert.Len(t, platform.FindingKinds(), 17)
 	r = platform.Report{NotChecked: []string{"token Secrets"}}
 	assert.Equal(t, "platform check: no findings\n  not checked: token Secrets", r.String())
 }

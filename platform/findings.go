@@ -57,6 +57,10 @@ const (
 	// waypoint runs as its ServiceAccount, passes as its pods, holds a token for it or would give
 	// a pod its identity (made before the guard was installed, or by its break-glass group).
 	FindingWaypointIdentityShared FindingKind = "WaypointIdentityShared"
+	// FindingMeshServiceAccountNotRunning: no pod runs as an entry of guard.meshServiceAccounts,
+	// so the guard would refuse istiod's writes to waypoints if istiod runs as another (a revision
+	// tag in mesh.revision makes the default name one no istiod has).
+	FindingMeshServiceAccountNotRunning FindingKind = "MeshServiceAccountNotRunning"
 )
 
 // FindingKinds returns every kind, so that a metric can report zero for the absent ones.
@@ -65,7 +69,7 @@ func FindingKinds() []FindingKind {
 		FindingIngressGatewayMissing, FindingWaypointCannotStart, FindingWaypointCannotStartIfRestricted,
 		FindingTrustedNamespaceUserControlled, FindingIPBlockCoversForwarder, FindingIdleAfterShorterThanStart,
 		FindingGuardMissing, FindingGuardUnbound, FindingGuardMisbound, FindingGuardStale, FindingWaypointDefaultDenyMissing, FindingMeshConfigInUserNamespace,
-		FindingWaypointIdentityShared}
+		FindingWaypointIdentityShared, FindingMeshServiceAccountNotRunning}
 }
 
 // What names the ingress gateway, the waypoint and an L4 exception in a Finding

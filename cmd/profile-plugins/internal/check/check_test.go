@@ -52,6 +52,8 @@ func TestCheckReportsTheClusterFindings(t *testing.T) {
 		"CallerNamespaceMissing: pipelines-ui", "CallerNamespaceMissing: notebook-controller",
 		"CallerNamespaceMissing: katib-controller", "IngressGatewayMissing: ingress-gateway",
 		"WaypointCannotStartIfRestricted: waypoint", "WaypointDefaultDenyMissing: waypoint",
+		// No istiod runs as guard.meshServiceAccounts' istio-system/istiod.
+		"MeshServiceAccountNotRunning: mesh-service-account",
 		// One for each policy of the admission guard.
 		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
 		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
@@ -62,7 +64,7 @@ func TestCheckReportsTheClusterFindings(t *testing.T) {
 	assert.Equal(t, cli.ExitAttention, code)
 	assert.Empty(t, stderr)
 	assert.Equal(t, report.String()+"\n", text, "the text is the same report")
-	assert.True(t, strings.HasPrefix(text, "platform check: 16 finding(s)\n  CallerNamespaceMissing: pipelines-ui (namespace kubeflow"), text)
+	assert.True(t, strings.HasPrefix(text, "platform check: 17 finding(s)\n  CallerNamespaceMissing: pipelines-ui (namespace kubeflow"), text)
 
 	code, ym, _ := check(t, "-kubeconfig", kubeconfig, "-o", "yaml")
 	assert.Equal(t, cli.ExitAttention, code)

@@ -34,8 +34,9 @@ func TestRenderChecksTheGivenCluster(t *testing.T) {
 	assert.Equal(t, []string{
 		"CallerNamespaceMissing: pipelines-ui", "CallerNamespaceMissing: notebook-controller",
 		"CallerNamespaceMissing: katib-controller", "IngressGatewayMissing: ingress-gateway",
-		"WaypointCannotStartIfRestricted: waypoint", // no class defaults yet: a Profile choosing restricted would wait
-		"WaypointDefaultDenyMissing: waypoint",      // nor the waypoints' default deny
+		"WaypointCannotStartIfRestricted: waypoint",          // no class defaults yet: a Profile choosing restricted would wait
+		"WaypointDefaultDenyMissing: waypoint",               // nor the waypoints' default deny
+		"MeshServiceAccountNotRunning: mesh-service-account", // nor istiod
 		// nor any policy of the admission guard
 		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
 		"GuardMissing: guard", "GuardMissing: guard", "GuardMissing: guard",
