@@ -28,17 +28,19 @@ import (
 //     or of an onBehalfOfUser caller, and waypoint pods that Pod Security or istiod would refuse
 //     (under the configured enforce level, or under "restricted", which any Profile may choose),
 //     and a missing or changed default deny for the waypoint class in the root namespace;
-//   - in every mode, the admission guard (package guard) missing, unbound, or bound to fewer
-//     namespaces than the managed ones;
+//   - in every mode, the admission guard (package guard) missing, unbound, bound to fewer
+//     namespaces than the managed ones, or rendered from another configuration;
 //   - with mesh.waypoint.provision onDemand, a waypoint of the plugins' that took longer than
 //     mesh.waypoint.idleAfter to become Programmed (a cluster-wide List of their Gateways);
+//   - in sidecar and ambient mode, an entry of guard.meshServiceAccounts that no live pod runs as
+//     (the guard would refuse istiod's writes to waypoints);
 //   - in sidecar and ambient mode, whatever in a managed namespace could run as the waypoint or
 //     pass as its pods without being istiod's waypoint (platform/waypointidentity.go), made before
 //     the guard was installed or by its break-glass group; token Secrets only where r may list
 //     Secrets (as metadata), else the report says they were not checked.
 //
-// In mode none only the guard is checked. It only reads, and only in those namespaces: a Get of each
-// Namespace, and Lists of Pods (with the field selector spec.serviceAccountName) and of ConfigMaps
+// In mode none only the guard is checked. It only reads, and only in those namespaces (and those
+// of guard.meshServiceAccounts): a Get of each Namespace, and Lists of Pods (with the field selector spec.serviceAccountName) and of ConfigMaps
 // (with the class-defaults label); and cluster-wide, a Get of each guard policy and of the default
 // deny, a List of ValidatingAdmissionPolicyBindings, and Lists of the Namespaces and of the mesh
 // configuration the guard refuses in user namespaces (platform/meshconfig.go); for the waypoint's
@@ -97,6 +99,10 @@ func checkMesh(ctx context.Context, r client.Reader, cfg *config.Config, report 
 	}
 	f, err := checkMeshConfig(ctx, r, cfg)
 	if err != nil {
+		return err
+	}
+	report.Findings = append(report.Findings, f...)
+	if f, err = checkMeshServiceAccounts(ctx, r, cfg); err != nil {
 		return err
 	}
 	report.Findings = append(report.Findings, f...)

@@ -56,6 +56,8 @@ func ExampleCheck() {
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubeflow", Labels: map[string]string{"istio-injection": "enabled"}}},
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}},
 			pod("istio-system", "istio-ingressgateway-1", "istio-ingressgateway-service-account", nil),
+			// istiod, as guard.meshServiceAccounts names it: else the guard would refuse its writes.
+			pod("istio-system", "istiod-1", "istiod", nil),
 			pod("kubeflow", "ml-pipeline-ui-1", "ml-pipeline-ui", sidecar),
 			classDefaults, defaultDeny,
 		).

@@ -42,6 +42,10 @@ const (
 	// FindingGuardMisbound: a policy of the guard is bound to fewer namespaces than the managed
 	// ones, or recognises them by something else than the owner annotation.
 	FindingGuardMisbound FindingKind = "GuardMisbound"
+	// FindingGuardStale: a policy of the guard differs from the one the running PluginConfig
+	// renders (its validations, variables, match conditions, resource rules or failure policy):
+	// it was rendered from another configuration, such as another mesh.mode, or version.
+	FindingGuardStale FindingKind = "GuardStale"
 	// FindingWaypointDefaultDenyMissing: the root namespace has no default deny for the waypoint
 	// class, or one that differs from it.
 	FindingWaypointDefaultDenyMissing FindingKind = "WaypointDefaultDenyMissing"
@@ -53,6 +57,10 @@ const (
 	// waypoint runs as its ServiceAccount, passes as its pods, holds a token for it or would give
 	// a pod its identity (made before the guard was installed, or by its break-glass group).
 	FindingWaypointIdentityShared FindingKind = "WaypointIdentityShared"
+	// FindingMeshServiceAccountNotRunning: no pod runs as an entry of guard.meshServiceAccounts,
+	// so the guard would refuse istiod's writes to waypoints if istiod runs as another (a revision
+	// tag in mesh.revision makes the default name one no istiod has).
+	FindingMeshServiceAccountNotRunning FindingKind = "MeshServiceAccountNotRunning"
 )
 
 // FindingKinds returns every kind, so that a metric can report zero for the absent ones.
@@ -60,8 +68,8 @@ func FindingKinds() []FindingKind {
 	return []FindingKind{FindingDataPlaneMismatch, FindingCallerNotInMesh, FindingCallerNamespaceMissing,
 		FindingIngressGatewayMissing, FindingWaypointCannotStart, FindingWaypointCannotStartIfRestricted,
 		FindingTrustedNamespaceUserControlled, FindingIPBlockCoversForwarder, FindingIdleAfterShorterThanStart,
-		FindingGuardMissing, FindingGuardUnbound, FindingGuardMisbound, FindingWaypointDefaultDenyMissing, FindingMeshConfigInUserNamespace,
-		FindingWaypointIdentityShared}
+		FindingGuardMissing, FindingGuardUnbound, FindingGuardMisbound, FindingGuardStale, FindingWaypointDefaultDenyMissing, FindingMeshConfigInUserNamespace,
+		FindingWaypointIdentityShared, FindingMeshServiceAccountNotRunning}
 }
 
 // What names the ingress gateway, the waypoint and an L4 exception in a Finding

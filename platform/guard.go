@@ -10,6 +10,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
@@ -30,7 +31,8 @@ const renderHint = "profile-plugins render -cluster -config <your PluginConfig> 
 // checkGuard reads each of the guard's policies and every binding: a policy missing, bound by no
 // binding that denies, or bound to fewer namespaces than the managed ones (a binding that selects
 // namespaces or objects, or a policy that recognises managed namespaces by something else than
-// the owner annotation) is a finding. A cluster that serves no ValidatingAdmissionPolicy
+// the owner annotation), or another than cfg renders (deploy/guard, the default ambient
+// rendering, under a sidecar PluginConfig; a guard not rendered again after a change) is a finding. A cluster that serves no ValidatingAdmissionPolicy
 // (Kubernetes before 1.30) has none of them.
 func checkGuard(ctx context.Context, r client.Reader, cfg *config.Config) ([]Finding, error) {
 	bindings := &admissionv1.ValidatingAdmissionPolicyBindingList{}
@@ -43,6 +45,7 @@ func checkGuard(ctx context.Context, r client.Reader, cfg *config.Config) ([]Fin
 		}
 		return nil, fmt.Errorf("listing ValidatingAdmissionPolicyBindings: %w", err)
 	}
+	rendered := renderedPolicies(cfg)
 	bound := map[string][]admissionv1.ValidatingAdmissionPolicyBinding{}
 	for _, b := range bindings.Items {
 		bound[b.Spec.PolicyName] = append(bound[b.Spec.PolicyName], b)
@@ -68,9 +71,68 @@ func checkGuard(ctx context.Context, r client.Reader, cfg *config.Config) ([]Fin
 			out = append(out, Finding{Kind: FindingGuardMisbound, What: WhatGuard, Policy: name,
 				Problem: "policy " + name + " does not recognise the managed namespaces by their " + ownership.OwnerAnnotation + " annotation, as profile-plugins renders it: it may leave managed namespaces unguarded",
 				Fix:     "apply the guard as rendered: " + renderHint})
+			continue
+		}
+		if diff := policyDiff(p, rendered[name]); len(diff) > 0 {
+			out = append(out, Finding{Kind: FindingGuardStale, What: WhatGuard, Policy: name,
+				Problem: fmt.Sprintf("policy %s is not the one this PluginConfig renders (%s differ): it was rendered from another configuration "+
+					"(mesh.mode, the guard's identities, the reserved namespaces) or version, so it may admit what this one forbids, or refuse the controller's or istiod's writes",
+					name, strings.Join(diff, ", ")),
+				Fix: "render the guard from this PluginConfig and apply it again: " + renderHint})
 		}
 	}
 	return out, nil
+}
+
+// renderedPolicies are the guard's policies as cfg renders them, by name; none when cfg is one
+// Validate refuses (guard.Objects validates it), which no controller runs with: then there is
+// nothing to compare with, and the rest of the check still says what it can.
+func renderedPolicies(cfg *config.Config) map[string]*admissionv1.ValidatingAdmissionPolicy {
+	objs, err := guard.Objects(cfg)
+	if err != nil {
+		return nil
+	}
+	out := map[string]*admissionv1.ValidatingAdmissionPolicy{}
+	for _, o := range objs {
+		if p, ok := o.(*admissionv1.ValidatingAdmissionPolicy); ok {
+			out[p.Name] = p
+		}
+	}
+	return out
+}
+
+// judgedPolicy is what of a policy's spec the check compares: what the API server keeps as
+// written, with its defaults applied alike to both sides (a rule's scope "*", failurePolicy Fail).
+type judgedPolicy struct {
+	Validations     []admissionv1.Validation              `json:"spec.validations"`
+	Variables       []admissionv1.Variable                `json:"spec.variables"`
+	MatchConditions []admissionv1.MatchCondition          `json:"spec.matchConditions"`
+	ResourceRules   []admissionv1.NamedRuleWithOperations `json:"spec.matchConstraints.resourceRules"`
+	FailurePolicy   admissionv1.FailurePolicyType         `json:"spec.failurePolicy"`
+}
+
+// policyDiff names the fields in which the installed policy differs from the rendered one.
+func policyDiff(installed, rendered *admissionv1.ValidatingAdmissionPolicy) []string {
+	if rendered == nil {
+		return nil
+	}
+	return fieldsDiff(judged(installed.Spec), judged(rendered.Spec))
+}
+
+func judged(s admissionv1.ValidatingAdmissionPolicySpec) judgedPolicy {
+	j := judgedPolicy{Validations: s.Validations, Variables: s.Variables, MatchConditions: s.MatchConditions, FailurePolicy: admissionv1.Fail}
+	if s.FailurePolicy != nil {
+		j.FailurePolicy = *s.FailurePolicy
+	}
+	if s.MatchConstraints != nil {
+		for _, r := range s.MatchConstraints.ResourceRules {
+			if r.Scope == nil {
+				r.Scope = ptr.To(admissionv1.AllScopes)
+			}
+			j.ResourceRules = append(j.ResourceRules, r)
+		}
+	}
+	return j
 }
 
 // judgeBindings says what is wrong with how the policy is bound, if anything: it must have a

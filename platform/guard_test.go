@@ -8,10 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/guard"
+	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/platform"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
@@ -66,6 +69,11 @@ func TestCheckReportsTheGuardAndTheDefaultDeny(t *testing.T) {
 			p.Spec.Variables[0].Expression = "namespaceObject != null && namespaceObject.metadata.name.startsWith('team-')"
 			require.NoError(t, c.Update(ctx, p))
 		}, map[platform.FindingKind][]string{platform.FindingGuardMisbound: {guard.WorkloadsPolicy}}},
+		"a policy that fails open": {func(c client.Client) {
+			p := policy(c, guard.PodsPolicy)
+			p.Spec.FailurePolicy = ptr.To(admissionv1.Ignore)
+			require.NoError(t, c.Update(ctx, p))
+		}, map[platform.FindingKind][]string{platform.FindingGuardStale: {guard.PodsPolicy}}},
 		"the default deny missing": {func(c client.Client) {
 			deny, err := waypoint.ClusterDefaultDeny(cfg)
 			require.NoError(t, err)
@@ -86,4 +94,43 @@ func TestCheckReportsTheGuardAndTheDefaultDeny(t *testing.T) {
 			assert.Equal(t, tc.want, kinds(c))
 		})
 	}
+}
+
+// A guard rendered from another PluginConfig is reported, policy by policy, on the API server
+// (which defaults what it keeps): deploy/guard, the default ambient rendering, under a sidecar
+// configuration lacks every sidecar check, and under a fork's refuses the fork's controller
+// (review admin5, A5-3). The guard of the running configuration is not.
+func TestCheckReportsAGuardRenderedFromAnotherConfiguration(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	c, ctx := env.Client, context.Background()
+	fixture.InstallGuard(t, c, config.Default())
+	stale := func(cfg *config.Config) map[string]platform.Finding {
+		t.Helper()
+		require.NoError(t, cfg.Validate())
+		report, err := platform.Check(ctx, c, cfg)
+		require.NoError(t, err)
+		out := map[string]platform.Finding{}
+		for _, f := range report.Findings {
+			if f.Kind == platform.FindingGuardStale {
+				out[f.Policy] = f
+			}
+		}
+		return out
+	}
+	assert.Empty(t, stale(config.Default()), "the guard of the running configuration, as the API server keeps it")
+
+	sidecar := config.Default()
+	sidecar.Mesh.Mode = config.ModeSidecar
+	got := stale(sidecar)
+	require.Contains(t, got, guard.PodsPolicy, "the pods policy lacks the sidecar checks")
+	assert.Contains(t, got[guard.PodsPolicy].Problem, "spec.validations")
+	assert.Contains(t, got[guard.PodsPolicy].Fix, "render -cluster")
+	assert.Equal(t, platform.WhatGuard, got[guard.PodsPolicy].What)
+
+	fork := fixture.Config(t, `
+mesh: {mode: ambient}
+authorization: {adoptOwnerPolicy: true, contributors: plugin}
+guard: {controllerServiceAccount: kubeflow/profiles-controller-service-account}
+`)
+	assert.Contains(t, stale(fork), guard.NamespaceLabelsPolicy, "the policy that refuses the fork's enrolment")
 }

@@ -3,6 +3,7 @@ package platform_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,7 +23,7 @@ import (
 
 // healthyPlatform is a fake API server holding objs and, where objs do not have them already,
 // what a healthy install of cfg has (as fixture.Platform makes it on a real one): every caller's
-// namespace ambient with one ambient pod, the ingress gateway's namespace, and the waypoint class
+// namespace ambient with one ambient pod, istiod's pod for each of guard.meshServiceAccounts, the ingress gateway's namespace, and the waypoint class
 // defaults. The ingress gateway's pods are the test's to add (ingressPod), with the IP it needs.
 func healthyPlatform(t *testing.T, cfg *config.Config, objs ...client.Object) client.Client {
 	t.Helper()
@@ -41,6 +42,11 @@ func healthyPlatform(t *testing.T, cfg *config.Config, objs ...client.Object) cl
 		ns, sa := split(t, caller.Principal)
 		add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"istio.io/dataplane-mode": "ambient"}}})
 		add(fixture.MeshPod(ns, sa+"-0", sa, fixture.AmbientPod))
+	}
+	for _, entry := range cfg.Guard.MeshServiceAccounts {
+		ns, sa, _ := strings.Cut(entry, "/")
+		add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		add(fixture.MeshPod(ns, sa+"-0", sa, nil))
 	}
 	ingressNS, _ := split(t, cfg.Authorization.Principals.IngressGateway)
 	add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ingressNS}})

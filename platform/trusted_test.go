@@ -37,12 +37,11 @@ func podWithIP(namespace, name, sa, ip string) *corev1.Pod {
 // header (the culler) is not a forwarder, and ipBlocks matter only in ambient mode.
 func TestCheckPlatformIPBlocksCoveringForwarders(t *testing.T) {
 	cfg := fixture.Config(t, "authorization: {l4Exceptions: [{ipBlocks: [10.42.7.0/24, 10.9.0.0/16], ports: [9091]}, {ipBlocks: ['fd00::/64']}]}\n")
-	c := healthyPlatform(t, cfg,
-		ingressPod(t, cfg, "10.42.7.15"),
+	pods := []client.Object{ingressPod(t, cfg, "10.42.7.15"),
 		podWithIP("kubeflow", "ml-pipeline-ui-0", "ml-pipeline-ui", "10.9.1.1"),
 		podWithIP("kubeflow", "ml-pipeline-ui-1", "ml-pipeline-ui", "10.8.0.1"),
-		podWithIP("kubeflow", "notebook-controller-service-account-0", "notebook-controller-service-account", "10.42.7.16"))
-	report, err := platform.Check(context.Background(), c, cfg)
+		podWithIP("kubeflow", "notebook-controller-service-account-0", "notebook-controller-service-account", "10.42.7.16")}
+	report, err := platform.Check(context.Background(), healthyPlatform(t, cfg, pods...), cfg)
 	require.NoError(t, err)
 	const ingress = "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account"
 	assert.Equal(t, []platform.Finding{
@@ -58,7 +57,8 @@ func TestCheckPlatformIPBlocksCoveringForwarders(t *testing.T) {
 
 	sidecar := *cfg
 	sidecar.Mesh.Mode = config.ModeSidecar
-	report, err = platform.Check(context.Background(), c, &sidecar)
+	// The same cluster with the guard sidecar mode renders.
+	report, err = platform.Check(context.Background(), healthyPlatform(t, &sidecar, pods...), &sidecar)
 	require.NoError(t, err)
 	assert.Empty(t, report.Findings, "the ztunnel policy, the only user of ipBlocks, is written in ambient mode only")
 }

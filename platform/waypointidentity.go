@@ -32,11 +32,12 @@ import (
 //
 //   - a pod that runs as the waypoint's ServiceAccount, or carries its gateway-name label, and is
 //     not istiod's waypoint's: istiod's Deployment, its ReplicaSet (by UID), the pod's containers
-//     those of the ReplicaSet's template;
+//     and volumes those of the ReplicaSet's template (podtemplate.go); terminating or not;
 //   - the waypoint's Deployment with a spec field owned by anyone but istiod's apply: istiod adopts
 //     an existing Deployment that carries its managed label and keeps the fields it does not set
 //     (pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go, canManage; it applies with the
-//     field manager istio.io/gateway-controller);
+//     field manager PILOT_GATEWAY_API_CONTROLLER_NAME, default istio.io/gateway-controller, so it
+//     is recognised by what it owns: foreignWriters); `kubectl rollout restart`'s annotation aside;
 //   - a ReplicaSet named like the waypoint's (the guard's pod check passes the pods of a ReplicaSet
 //     named <waypoint>-*) that istiod's Deployment does not control;
 //   - a ServiceAccount named like the waypoint that istiod did not make: tokens issued for it
@@ -46,9 +47,13 @@ import (
 //     pods, or whose selector matches the waypoint's pods (the webhook merges its env and volumes
 //     into istio-proxy).
 
-// istiodFieldManager is the field manager of istiod's apply of a Gateway's Deployment
-// (features.ManagedGatewayController, pilot/pkg/features).
-const istiodFieldManager = "istio.io/gateway-controller"
+// restartedAt is the one spec field `kubectl rollout restart` sets (field manager
+// kubectl-rollout), which istiod's later applies never take back: it restarts the pods and changes
+// nothing they run, so whoever owns it does not make the Deployment foreign.
+var restartedAt = []string{"f:template", "f:metadata", "f:annotations", "f:kubectl.kubernetes.io/restartedAt"}
+
+// managedLabel is the field set path of istiod's label, which istiod's apply owns.
+var managedLabel = []string{"f:metadata", "f:labels", "f:" + label.GatewayManaged.Name}
 
 // podDefaults is the kind of Kubeflow's PodDefaults, listed as unstructured so the platform check
 // needs no Kubeflow types; a cluster without them is skipped.
@@ -150,45 +155,93 @@ func (w *identityWalk) notIstiods(ctx context.Context, d *appsv1.Deployment) str
 	if err := w.r.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: w.wp}, gw); err != nil || !ownedBy(d.OwnerReferences, "Gateway", gw.Name, gw.UID) {
 		return "no Gateway " + w.wp + " of this namespace owns it"
 	}
-	if others := specWriters(d.ManagedFields); len(others) > 0 {
-		return fmt.Sprintf("fields of its spec were set by %s, not by istiod's apply (%s)", strings.Join(others, ", "), istiodFieldManager)
+	if others := foreignWriters(d.ManagedFields, ownsSpec); len(others) > 0 {
+		return fmt.Sprintf("fields of its spec were set by %s, not by istiod's apply alone", strings.Join(others, ", "))
 	}
 	return ""
 }
 
-// specWriters are the field managers, other than istiod's apply, that own a field of the spec. A
-// field manager is the client's to name, so istiod's name counts only for an apply: a later apply
-// by istiod drops every field its earlier applies set and this one does not.
-func specWriters(entries []metav1.ManagedFieldsEntry) []string {
-	var out []string
+// foreignWriters names the field managers, other than istiod's apply, of the fields writes
+// selects in a field set (subresources such as status and scale aside; a field set that cannot be
+// read is taken to write them). istiod's field manager is its configuration's to name
+// (PILOT_GATEWAY_API_CONTROLLER_NAME), so istiod's apply is recognised by what it does: it is the
+// only writer, an Apply, and it owns istiod's label gateway.istio.io/managed. Only an apply
+// counts, since a name is any client's to choose: a later apply drops every field the same
+// manager's earlier applies set and this one does not.
+func foreignWriters(entries []metav1.ManagedFieldsEntry, writes func(fieldSet) bool) []string {
+	var writers, others []string
 	for _, e := range entries {
-		if e.Manager == istiodFieldManager && e.Operation == metav1.ManagedFieldsOperationApply {
+		set, err := readFieldSet(e.FieldsV1)
+		if e.Subresource != "" || (err == nil && !writes(set)) {
 			continue
 		}
-		if e.Subresource == "" && ownsSpec(e.FieldsV1) {
-			out = append(out, fmt.Sprintf("%s (%s)", e.Manager, e.Operation))
+		name := fmt.Sprintf("%s (%s)", e.Manager, e.Operation)
+		writers = append(writers, name)
+		if err != nil || e.Operation != metav1.ManagedFieldsOperationApply || !set.has(managedLabel) {
+			others = append(others, name)
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	switch {
+	case len(writers) == 1 && len(others) == 0:
+		return nil
+	case len(writers) == 0:
+		return []string{"no field manager (none is istiod's apply)"}
+	case len(others) == 0:
+		others = writers // several applies that own istiod's label: which is istiod's is unknown
+	}
+	slices.Sort(others)
+	return slices.Compact(others)
 }
 
-// ownsSpec is whether a managedFields entry's field set holds a field under spec; an entry that
-// cannot be read is taken to.
-func ownsSpec(f *metav1.FieldsV1) bool {
+// fieldSet is a managedFields entry's field set (FieldsV1) as a tree.
+type fieldSet map[string]any
+
+func readFieldSet(f *metav1.FieldsV1) (fieldSet, error) {
+	var set fieldSet
 	if f == nil {
-		return false
+		return set, nil
 	}
-	var set map[string]json.RawMessage
-	if err := json.Unmarshal(f.GetRawBytes(), &set); err != nil {
+	return set, json.Unmarshal(f.GetRawBytes(), &set)
+}
+
+// has is whether the set holds the field at path.
+func (s fieldSet) has(path []string) bool {
+	if len(path) == 0 {
 		return true
 	}
-	_, ok := set["f:spec"]
-	return ok
+	child, ok := s[path[0]].(map[string]any)
+	return ok && fieldSet(child).has(path[1:])
 }
 
+// holdsBesides is whether the set holds a field other than the one at path, not counting the
+// markers "." of the sets on the way to it.
+func (s fieldSet) holdsBesides(path []string) bool {
+	for k, v := range s {
+		switch child, _ := v.(map[string]any); {
+		case k == ".":
+		case len(path) > 0 && k == path[0]:
+			if fieldSet(child).holdsBesides(path[1:]) {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// ownsSpec is whether a field set holds a field under spec other than restartedAt.
+func ownsSpec(s fieldSet) bool {
+	spec, ok := s["f:spec"].(map[string]any)
+	return ok && fieldSet(spec).holdsBesides(restartedAt)
+}
+
+// ownsAny is whether a field set holds anything.
+func ownsAny(s fieldSet) bool { return len(s) > 0 }
+
 // pods judges every pod of a managed namespace that runs as the waypoint's ServiceAccount or
-// carries its gateway-name label (two selected Lists).
+// carries its gateway-name label (two selected Lists). A terminating pod too: it runs, and its
+// bound token stays valid, until its grace period ends, which whoever deletes it chooses.
 func (w *identityWalk) pods(ctx context.Context) error {
 	seen := map[types.UID]bool{}
 	for _, opt := range []client.ListOption{
@@ -201,17 +254,28 @@ func (w *identityWalk) pods(ctx context.Context) error {
 		}
 		for i := range list.Items {
 			p := &list.Items[i]
-			if !w.managed[p.Namespace] || seen[p.UID] || p.DeletionTimestamp != nil {
+			if !w.managed[p.Namespace] || seen[p.UID] {
 				continue
 			}
 			seen[p.UID] = true
 			if why := w.podNotIstiods(p); why != "" {
 				w.report("Pod", p.Namespace, p.Name, "runs as the waypoint's ServiceAccount or carries its gateway-name label, but "+why+
-					": it holds the identity the namespace's policies admit, or takes the waypoint's traffic", deleteAsBreakGlass+", with whatever made it")
+					": it holds the identity the namespace's policies admit, or takes the waypoint's traffic", podFix(p))
 			}
 		}
 	}
 	return nil
+}
+
+// podFix is how to be rid of an impostor pod p. A terminating one runs until its grace period
+// ends; a delete with a shorter one shortens it.
+func podFix(p *corev1.Pod) string {
+	fix := deleteAsBreakGlass + ", with whatever made it"
+	if p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil {
+		fix += fmt.Sprintf("; it is being deleted but may run %ds more from %s: delete it again with --grace-period=1",
+			*p.DeletionGracePeriodSeconds, p.DeletionTimestamp.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	return fix
 }
 
 // podNotIstiods says why p is not a pod of istiod's waypoint, or "".
@@ -227,25 +291,10 @@ func (w *identityWalk) podNotIstiods(p *corev1.Pod) string {
 	if p.Spec.ServiceAccountName != w.wp || p.Labels[label.IoK8sNetworkingGatewayGatewayName.Name] != w.wp {
 		return "it does not run as istiod's template says"
 	}
-	if !sameContainers(p.Spec, rs.Spec.Template.Spec) {
-		return "its containers are not those of its ReplicaSet's template"
+	if diff := templateDiff(p.Spec, rs.Spec.Template.Spec); diff != "" {
+		return "it does not run what its ReplicaSet's template says (" + diff + ")"
 	}
 	return ""
-}
-
-// sameContainers is whether a pod runs the containers of its template, by name and image, in
-// every kind of container.
-func sameContainers(pod, template corev1.PodSpec) bool {
-	key := func(cs []corev1.Container) []string {
-		var out []string
-		for _, c := range cs {
-			out = append(out, c.Name+"="+c.Image)
-		}
-		slices.Sort(out)
-		return out
-	}
-	return slices.Equal(key(pod.Containers), key(template.Containers)) &&
-		slices.Equal(key(pod.InitContainers), key(template.InitContainers)) && len(pod.EphemeralContainers) == 0
 }
 
 // serviceAccounts judges the ServiceAccount named like the waypoint in each managed namespace.
@@ -257,7 +306,7 @@ func (w *identityWalk) serviceAccounts(ctx context.Context) error {
 		} else if err != nil {
 			return fmt.Errorf("reading ServiceAccount %s/%s: %w", ns, w.wp, err)
 		}
-		if _, ok := sa.Labels[label.GatewayManaged.Name]; ok && writersBesides(sa.ManagedFields) == "" {
+		if _, ok := sa.Labels[label.GatewayManaged.Name]; ok && len(foreignWriters(sa.ManagedFields, ownsAny)) == 0 {
 			continue
 		}
 		w.report("ServiceAccount", ns, sa.Name, "is the waypoint's ServiceAccount, but istiod did not make it (or not alone): "+
@@ -265,16 +314,6 @@ func (w *identityWalk) serviceAccounts(ctx context.Context) error {
 			"delete it as a member of guard.breakGlassGroup: istiod makes it again, and every token bound to the old one stops working")
 	}
 	return nil
-}
-
-// writersBesides names a field manager of a ServiceAccount other than istiod's apply.
-func writersBesides(entries []metav1.ManagedFieldsEntry) string {
-	for _, e := range entries {
-		if e.Manager != istiodFieldManager || e.Operation != metav1.ManagedFieldsOperationApply {
-			return e.Manager
-		}
-	}
-	return ""
 }
 
 // tokenSecrets reports the token Secrets, read as metadata only, for the waypoint's ServiceAccount.

@@ -2,6 +2,8 @@ package platform_test
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,9 +12,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,6 +46,13 @@ var waypointTemplate = corev1.PodTemplateSpec{
 
 func istiodsWaypoint(t *testing.T, c client.Client, ns string) waypointNamespace {
 	t.Helper()
+	return istiodsWaypointAs(t, c, ns, "istio.io/gateway-controller")
+}
+
+// istiodsWaypointAs is istiodsWaypoint with istiod applying as the field manager manager (its
+// PILOT_GATEWAY_API_CONTROLLER_NAME).
+func istiodsWaypointAs(t *testing.T, c client.Client, ns, manager string) waypointNamespace {
+	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 		Annotations: map[string]string{ownership.OwnerAnnotation: ns + "@example.com"}}}))
@@ -49,7 +60,7 @@ func istiodsWaypoint(t *testing.T, c client.Client, ns string) waypointNamespace
 		Spec: gatewayv1.GatewaySpec{GatewayClassName: "istio-waypoint",
 			Listeners: []gatewayv1.Listener{{Name: "mesh", Port: 15008, Protocol: "HBONE"}}}}
 	require.NoError(t, c.Create(ctx, gw))
-	istiod := []client.ApplyOption{client.FieldOwner("istio.io/gateway-controller"), client.ForceOwnership}
+	istiod := []client.ApplyOption{client.FieldOwner(manager), client.ForceOwnership}
 	owner := []any{map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "name": "waypoint", "uid": string(gw.UID)}}
 	managed := map[string]any{"gateway.istio.io/managed": "istio.io-mesh-controller"}
 	tmpl, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&waypointTemplate)
@@ -144,6 +155,21 @@ func TestCheckReportsWhatCouldRunAsTheWaypoint(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: tainted.ns, Name: "waypoint"}, dep))
 	dep.Spec.Template.Spec.Containers = append(dep.Spec.Template.Spec.Containers, corev1.Container{Name: "shell", Image: "busybox"})
 	require.NoError(t, c.Update(ctx, dep, client.FieldOwner("kubectl-edit")))
+	// A second apply that sets istiod's label and a spec field: two writers of the spec, so which
+	// is istiod's is unknown. And a label a member's Update put on istiod's ServiceAccount.
+	reapplied := istiodsWaypoint(t, c, "wi-reapplied")
+	fixture.ApplyAs(t, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: reapplied.ns, Name: "waypoint"}}, "member-apply", func(o map[string]any) {
+		o["metadata"] = map[string]any{"name": "waypoint", "namespace": reapplied.ns, "labels": map[string]any{"gateway.istio.io/managed": "istio.io-mesh-controller"}}
+		o["spec"] = map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"sidecar.istio.io/bootstrapOverride": "members"}}}}
+	})
+	sa := &corev1.ServiceAccount{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: reapplied.ns, Name: "waypoint"}, sa))
+	sa.Labels["team"] = "a"
+	require.NoError(t, c.Update(ctx, sa, client.FieldOwner("kubectl-label")))
+	// kubectl-rollout's restartedAt is istiod's Deployment's still, but not another field it sets.
+	restarted := istiodsWaypoint(t, c, "wi-restarted")
+	patchTemplateAnnotations(t, c, restarted.ns, "kubectl-rollout", map[string]string{
+		"kubectl.kubernetes.io/restartedAt": "2026-08-01T10:00:00Z", "proxy.istio.io/config": `{"proxyMetadata":{"X":"1"}}`})
 	// The same impostor in a namespace no Profile owns is not the plugins' business.
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "wi-platform"}}))
 	require.NoError(t, c.Create(ctx, podOf("wi-platform", "impostor", nil, waypointTemplate.Spec)))
@@ -158,12 +184,18 @@ func TestCheckReportsWhatCouldRunAsTheWaypoint(t *testing.T) {
 		keys = append(keys, tainted.ns+" "+w)
 	}
 	keys = append(keys, extended.ns+" Pod/waypoint-5d8f9-extra")
+	for _, w := range []waypointNamespace{reapplied, restarted} {
+		keys = append(keys, w.ns+" Deployment/waypoint", w.ns+" ReplicaSet/waypoint-5d8f9", w.ns+" Pod/waypoint-5d8f9-x7k2p")
+	}
+	keys = append(keys, reapplied.ns+" ServiceAccount/waypoint")
 	gotKeys := make([]string, 0, len(got))
 	for k := range got {
 		gotKeys = append(gotKeys, k)
 	}
 	assert.ElementsMatch(t, keys, gotKeys)
 	assert.Contains(t, got[tainted.ns+" Deployment/waypoint"], "kubectl-edit (Update)", "the finding names who wrote the spec")
+	assert.Contains(t, got[reapplied.ns+" Deployment/waypoint"], "member-apply (Apply)")
+	assert.Contains(t, got[restarted.ns+" Deployment/waypoint"], "kubectl-rollout (Update)")
 	assert.Empty(t, report.NotChecked, "an admin may list Secrets")
 
 	// A reader that may not list Secrets (the controller's role) says so, and still reports the rest.
@@ -194,4 +226,150 @@ func readerWithout(t *testing.T, env *envtest.Env, resource string) client.Clien
 	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
 	require.NoError(t, err)
 	return c
+}
+
+// A pod that claims istiod's ReplicaSet as its controller (any writer of pods may set that
+// reference) and has the template's container name and image passes only if it runs what the
+// template says: each other program, environment, mount, security context or volume is reported
+// (review admin5, A5-1). istiod's own pod, which the API server defaults and gives its token
+// volume, is not.
+func TestCheckReportsPodsOfIstiodsReplicaSetThatRunAnythingButItsTemplate(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	c, ctx := env.Client, context.Background()
+	wp := istiodsWaypoint(t, c, "wi-forged")
+	member := corev1.Volume{Name: "member", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "members-bootstrap"}}}}
+	forgeries := map[string]func(*corev1.PodSpec){
+		"command": func(s *corev1.PodSpec) {
+			s.Containers[0].Command = []string{"/bin/sh", "-c", "exec envoy -c /member/bootstrap.yaml"}
+		},
+		"args": func(s *corev1.PodSpec) {
+			s.Containers[0].Args = []string{"proxy", "router", "--log_output_level=all:debug"}
+		},
+		"env": func(s *corev1.PodSpec) {
+			s.Containers[0].Env = []corev1.EnvVar{{Name: "ISTIO_BOOTSTRAP_OVERRIDE", Value: "/member/bootstrap.yaml"}}
+		},
+		"envfrom": func(s *corev1.PodSpec) {
+			s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: member.ConfigMap.LocalObjectReference}}}
+		},
+		"mount": func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{member}
+			s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "member", MountPath: "/etc/istio/custom-bootstrap"}}
+		},
+		"volume": func(s *corev1.PodSpec) { s.Volumes = []corev1.Volume{member} },
+		"privileged": func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+		},
+		"init": func(s *corev1.PodSpec) { s.InitContainers = []corev1.Container{{Name: "prepare", Image: "busybox"}} },
+		// Named like the token volume, but projecting the member's ConfigMap.
+		"token-lookalike": func(s *corev1.PodSpec) {
+			withAdmittedToken(s)
+			s.Volumes[0].Projected.Sources[1].ConfigMap.Name = "members-bootstrap"
+		},
+	}
+	for name, forge := range forgeries {
+		spec := waypointTemplate.Spec.DeepCopy()
+		forge(spec)
+		require.NoError(t, c.Create(ctx, podOf(wp.ns, "waypoint-5d8f9-"+name, wp.rs, *spec)), name)
+	}
+	// The test API server runs no ServiceAccount admission plugin: a pod as a cluster's has it.
+	admitted := waypointTemplate.Spec.DeepCopy()
+	withAdmittedToken(admitted)
+	admitted.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	require.NoError(t, c.Create(ctx, podOf(wp.ns, "waypoint-5d8f9-admitted", wp.rs, *admitted)))
+	got, _ := identityFindings(t, c)
+	assert.NotContains(t, got, wp.ns+" Pod/"+wp.pod.Name, "istiod's own pod, defaulted, is its template's")
+	assert.NotContains(t, got, wp.ns+" Pod/waypoint-5d8f9-admitted", "nor with the token volume and requests its admission gave it")
+	for name := range forgeries {
+		assert.Contains(t, got, wp.ns+" Pod/waypoint-5d8f9-"+name, "a pod of istiod's ReplicaSet with its own %s", name)
+	}
+	assert.Len(t, got, len(forgeries), "nothing else is reported")
+	assert.Contains(t, got[wp.ns+" Pod/waypoint-5d8f9-command"], "container istio-proxy: command", "the finding names what differs")
+	assert.Contains(t, got[wp.ns+" Pod/waypoint-5d8f9-volume"], "volumes")
+}
+
+// A pod that runs as the waypoint and is being deleted is reported: it runs, and its token stays
+// valid, until the grace period its deleter chose ends (review admin5, A5-1). istiod's own
+// terminating pod is not.
+func TestCheckReportsTerminatingPodsThatRunAsTheWaypoint(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	c, ctx := env.Client, context.Background()
+	wp := istiodsWaypoint(t, c, "wi-lingering")
+	const year = 365 * 24 * 3600
+	lingering := podOf(wp.ns, "lingering", nil, waypointTemplate.Spec)
+	for _, p := range []*corev1.Pod{lingering, wp.pod} {
+		if p == lingering {
+			require.NoError(t, c.Create(ctx, p))
+		}
+		// A pod bound to a node stays until its kubelet confirms the deletion.
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(p), p))
+		p.Spec.NodeName = "node-1"
+		require.NoError(t, c.SubResource("binding").Create(ctx, p, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name},
+			Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}))
+		require.NoError(t, c.Delete(ctx, p, client.GracePeriodSeconds(year)))
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(p), p))
+		require.NotNil(t, p.DeletionTimestamp, "%s is terminating", p.Name)
+	}
+	got, report := identityFindings(t, c)
+	require.Contains(t, got, wp.ns+" Pod/lingering")
+	for _, f := range report.Findings {
+		if f.What == "Pod/lingering" {
+			assert.Contains(t, f.Fix, "--grace-period=1", "the fix says how to end it sooner")
+		}
+	}
+	assert.NotContains(t, got, wp.ns+" Pod/"+wp.pod.Name, "istiod's own terminating pod is its template's")
+	assert.Len(t, got, 1)
+}
+
+// withAdmittedToken adds to s the volume and mount the ServiceAccount admission plugin adds to a
+// pod (plugin/pkg/admission/serviceaccount, TokenVolumeSource).
+func withAdmittedToken(s *corev1.PodSpec) {
+	s.Volumes = append(s.Volumes, corev1.Volume{Name: "kube-api-access-7xq2m", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: ptr.To[int32](0o644),
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		}}}})
+	for i := range s.Containers {
+		s.Containers[i].VolumeMounts = append(s.Containers[i].VolumeMounts, corev1.VolumeMount{
+			Name: "kube-api-access-7xq2m", ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"})
+	}
+}
+
+// patchTemplateAnnotations patches, as the field manager manager, annotations onto the pod
+// template of the namespace's waypoint Deployment, as `kubectl rollout restart` does.
+func patchTemplateAnnotations(t *testing.T, c client.Client, ns, manager string, annotations map[string]string) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": annotations}}}})
+	require.NoError(t, err)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "waypoint"}}
+	require.NoError(t, c.Patch(context.Background(), dep, client.RawPatch(types.StrategicMergePatchType, patch), client.FieldOwner(manager)))
+}
+
+// istiod's own waypoint is not reported after what admins and istiod routinely do to it: an HPA's
+// scaling (the scale subresource), `kubectl rollout restart` (the restartedAt annotation, owned by
+// kubectl-rollout), and istiod applying under another field manager (PILOT_GATEWAY_API_CONTROLLER_NAME)
+// (review admin5, A5-2).
+func TestCheckTakesIstiodsWaypointAfterScalingRestartsAndUnderAnyControllerName(t *testing.T) {
+	env := envtest.StartFresh(t, 0)
+	c, ctx := env.Client, context.Background()
+
+	scaled := istiodsWaypoint(t, c, "wi-scaled")
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: scaled.ns, Name: "waypoint"}}
+	require.NoError(t, c.SubResource("scale").Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`)),
+		client.FieldOwner("kube-controller-manager")))
+	restarted := istiodsWaypoint(t, c, "wi-restarted")
+	patchTemplateAnnotations(t, c, restarted.ns, "kubectl-rollout", map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-08-01T10:00:00Z"})
+	// A second restart, and istiod's apply after it, keep it istiod's.
+	patchTemplateAnnotations(t, c, restarted.ns, "kubectl-rollout", map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-08-02T10:00:00Z"})
+	istiodsWaypointAs(t, c, "wi-custom", "example.com/gateway-controller")
+
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: restarted.ns, Name: "waypoint"}, dep))
+	require.True(t, slices.ContainsFunc(dep.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return e.Manager == "kubectl-rollout" }),
+		"kubectl-rollout owns a field of the spec")
+	got, _ := identityFindings(t, c)
+	assert.Empty(t, got)
 }

@@ -152,6 +152,9 @@ func TestBadConfig(t *testing.T) {
 		{"reserved empty", header + "namespaces: {reserved: ['']}\n", []string{"namespaces.reserved[0]", `""`}},
 		{"reserved upper case", header + "namespaces: {reserved: [Monitoring]}\n", []string{"namespaces.reserved[0]", `"Monitoring"`, "lowercase"}},
 		{"reserved slash", header + "namespaces: {reserved: [a/b]}\n", []string{"namespaces.reserved[0]", `"a/b"`}},
+		// A reversed range passes path.Match but breaks every policy of the guard (review A5-5).
+		{"reserved reversed range", header + "namespaces: {reserved: [kubeflow, 'team-[z-a]']}\n", []string{"namespaces.reserved[1]", `"team-[z-a]"`, `"z-a"`, "reversed"}},
+		{"reserved negated reversed range", header + "namespaces: {reserved: ['team-[^a-c9-0]']}\n", []string{"namespaces.reserved[0]", `"team-[^a-c9-0]"`, `"9-0"`}},
 		{"pss version leading zero", header + "podSecurity: {audit: {version: v1.01}}\n", []string{"podSecurity.audit.version", `"v1.01"`}},
 	}
 	for _, tc := range cases {

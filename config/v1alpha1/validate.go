@@ -397,8 +397,42 @@ func (n *Namespaces) validate(path *field.Path) field.ErrorList {
 		if strings.ContainsFunc(pat, func(r rune) bool { return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789-*?[]^", r) }) {
 			errs = append(errs, field.Invalid(p, pat, "may hold only lowercase letters, digits, '-' and the pattern characters * ? [ ]"))
 		}
+		if r := reversedRange(pat); r != "" {
+			errs = append(errs, field.Invalid(p, pat, fmt.Sprintf("the range %q is reversed: it matches nothing, "+
+				"and the guard's regular expression of it does not compile, so the API server would refuse every policy of the guard", r)))
+		}
 	}
 	return errs
+}
+
+// reversedRange is the first range lo-hi with lo > hi in the classes of a shell pattern, or "".
+// path.Match accepts such a range (it matches nothing), but the guard turns each class into an
+// RE2 class as written, and RE2 refuses a reversed range. The pattern holds no '\' (validate
+// refuses it), so a class ends at the first ']'.
+func reversedRange(pat string) string {
+	for i := 0; i < len(pat); i++ {
+		if pat[i] != '[' {
+			continue
+		}
+		end := strings.IndexByte(pat[i:], ']')
+		if end < 0 {
+			return ""
+		}
+		class := pat[i+1 : i+end]
+		if strings.HasPrefix(class, "^") || strings.HasPrefix(class, "!") {
+			class = class[1:]
+		}
+		for j := 0; j < len(class); j++ {
+			if j+2 < len(class) && class[j+1] == '-' {
+				if class[j] > class[j+2] {
+					return class[j : j+3]
+				}
+				j += 2
+			}
+		}
+		i += end
+	}
+	return ""
 }
 
 // Validate checks a level and version with the Pod Security admission library's own parsers.

@@ -114,6 +114,11 @@ func TestRolloutPlan(t *testing.T) {
 	// namespace), then istio-injection changes and the ambient objects are pruned. The dry run
 	// must see its own withdrawal to plan what the apply does.
 	sidecar := writeConfig(t, rolloutConfig+"mesh:\n  mode: sidecar\n")
+	// With the guard rendered again from the new PluginConfig, as docs/migration.md says (the
+	// ambient one would be reported GuardStale).
+	sidecarCfg, err := loadConfig(sidecar)
+	require.NoError(t, err)
+	fixture.ApplyGuard(t, c, sidecarCfg)
 	text, code = planOutput(t, env.Base, options{configPath: sidecar, profiles: []string{"legacy"}})
 	assert.Equal(t, exitOK, code, text)
 	golden.Assert(t, "plan/back-to-sidecar.txt", stable(text))
@@ -429,6 +434,7 @@ authorization:
 `
 	cfg := fixture.Config(t, body)
 	fixture.Platform(t, c, cfg)
+	fixture.ApplyGuard(t, c, cfg) // the API server is shared: the guard may be another test's
 	require.NoError(t, c.Delete(context.Background(), fixture.MeshPod("plan-gateway", "gateway-0", "", nil)))
 	fixture.Label(t, c, "plan-kubeflow", map[string]*string{"istio.io/dataplane-mode": nil, "istio-injection": ptr.To("enabled")})
 	require.NoError(t, c.Delete(context.Background(), fixture.MeshPod("plan-kubeflow", "notebook-controller-service-account-0", "", nil)))

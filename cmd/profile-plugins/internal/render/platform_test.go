@@ -37,8 +37,9 @@ func TestRenderChecksTheGivenCluster(t *testing.T) {
 	assert.Equal(t, append([]string{
 		"CallerNamespaceMissing: pipelines-ui", "CallerNamespaceMissing: notebook-controller",
 		"CallerNamespaceMissing: katib-controller", "IngressGatewayMissing: ingress-gateway",
-		"WaypointCannotStartIfRestricted: waypoint", // no class defaults yet: a Profile choosing restricted would wait
-		"WaypointDefaultDenyMissing: waypoint",      // nor the waypoints' default deny
+		"WaypointCannotStartIfRestricted: waypoint",          // no class defaults yet: a Profile choosing restricted would wait
+		"WaypointDefaultDenyMissing: waypoint",               // nor the waypoints' default deny
+		"MeshServiceAccountNotRunning: mesh-service-account", // nor istiod
 	}, slices.Repeat([]string{"GuardMissing: guard"}, len(guard.Names()))...), platform, "an empty cluster: %s", stderr.String())
 
 	fixture.Platform(t, env.Client, config.Default())
