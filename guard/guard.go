@@ -550,6 +550,10 @@ func (b builder) canaryChecks(m, what string) []Check {
 func (b builder) pods() policySpec {
 	s := b.spec(PodsPolicy, "namespaceObject", []admissionv1.NamedRuleWithOperations{
 		rule("", "v1", []string{"pods", "pods/status"}, admissionv1.Create, admissionv1.Update),
+		// An ephemeral container is a change of the pod as any other: judged whole, so none is
+		// added to a pod the checks would refuse now, a Katib suggestion's opted out of the sidecar
+		// among them (the tenant re-review of Dec 5).
+		rule("", "v1", []string{"pods/ephemeralcontainers"}, admissionv1.Update),
 	}, sameMetadata()...)
 	s.untrusted = "!(" + b.trustedUsers() + " || ((" + b.kubernetes() + ") && request.operation != 'CREATE'))"
 	s.addAll(viaStatus(b.podChecks("object.metadata", "oldObject.metadata", "object.spec", "'Pod ' + request.namespace + '/' + object.metadata.name", b.katibsPod("object.metadata"))))
@@ -871,8 +875,11 @@ func (b builder) reservedNamespaces() []string {
 func (b builder) waypointsOwnKey(k string) expr {
 	ours, _, _ := strings.Cut(plugin.PluginLabel, "/")
 	keys := []string{"pod-template-hash", plugin.ManagedByLabel}
+	// The API server copies the node's topology labels onto every pod it binds, the waypoint's too
+	// (and bindings/labels lets a Binding carry them).
 	keys = append(keys, slices.Sorted(maps.Keys(b.cfg.Mesh.Waypoint.Labels))...)
 	return anyOf(expr(k+".startsWith('istio.io/')"), expr(k+".contains('.istio.io/')"), expr(k+".startsWith('gateway.networking.k8s.io/')"),
+		expr(k+".startsWith('topology.kubernetes.io/')"), expr(k+".startsWith('topology.k8s.io/')"),
 		expr(k+".startsWith("+quote(ours+"/")+")"), in(expr(k), keys...))
 }
 

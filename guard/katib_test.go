@@ -90,6 +90,12 @@ func katibsOwnMayOptOut(t *testing.T, s *server) {
 	delete(pod.Labels, "mine")
 	pod.Spec.Containers[0].Image = "mine"
 	refusedBy(t, s.as(t, editor).Update(ctx, pod, client.DryRunAll), "pods/inject-not-true", "a member's image in Katib's pod")
+	// Nor add an ephemeral container of their image to the pod outside the mesh (the tenant
+	// re-review of Dec 5; pods/ephemeralcontainers is a right an admin may grant).
+	eph := suggestionPod(ns, "tune-random-7d4b9c-z", func(*corev1.Pod) {})
+	require.NoError(t, s.env.Client.Get(ctx, client.ObjectKeyFromObject(eph), eph))
+	eph.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
+	refusedBy(t, s.as(t, widened).SubResource("ephemeralcontainers").Update(ctx, eph, client.DryRunAll), "pods/inject-not-true", "an ephemeral container in Katib's pod")
 
 	// Every other check still applies to Katib's own Deployment and pods: only its label opts out.
 	for name, change := range map[string]func(*corev1.PodTemplateSpec){

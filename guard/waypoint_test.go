@@ -365,7 +365,9 @@ func TestWaypointStatusWritesAllowedGatewaysAndOtherSelectors(t *testing.T) {
 		"revision":       {MatchLabels: map[string]string{"service.istio.io/canonical-revision": "latest"}},
 		"canonical-in":   {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "service.istio.io/canonical-name", Operator: metav1.LabelSelectorOpIn, Values: []string{wp}}}},
 		"does-not-exist": {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpDoesNotExist}}},
-		"not-in":         {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"web"}}}},
+		// The node's zone, which the API server copies onto every pod it binds (the tenant re-review of Dec 5).
+		"zone":   {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "topology.kubernetes.io/zone", Operator: metav1.LabelSelectorOpExists}}},
+		"not-in": {MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"web"}}}},
 	} {
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "pdb-" + name, Namespace: ns}, Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(0)), Selector: sel}}
@@ -379,6 +381,8 @@ func TestWaypointStatusWritesAllowedGatewaysAndOtherSelectors(t *testing.T) {
 	refusedBy(t, c.Create(ctx, mirror, client.DryRunAll), "waypoint/service-selectors", "a Service selecting the waypoint's pods by their canonical name")
 	mirror.Spec.Selector = map[string]string{"istio.io/dataplane-mode": "none"}
 	refusedBy(t, c.Create(ctx, mirror, client.DryRunAll), "waypoint/service-selectors", "a Service selecting the waypoint's pods by their opt-out")
+	mirror.Spec.Selector = map[string]string{"topology.kubernetes.io/zone": "zone-a", "service.istio.io/canonical-name": wp}
+	refusedBy(t, c.Create(ctx, mirror, client.DryRunAll), "waypoint/service-selectors", "a Service selecting the waypoint's pods by their zone")
 	for name, sel := range map[string]map[string]string{
 		"own pods":              {"app": "web"},
 		"own pods, and Istio's": {"app": "web", "sidecar.istio.io/inject": "false"},
