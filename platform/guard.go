@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
@@ -102,13 +103,22 @@ func renderedPolicies(cfg *config.Config) map[string]*admissionv1.ValidatingAdmi
 }
 
 // judgedPolicy is what of a policy's spec the check compares: what the API server keeps as
-// written, with its defaults applied alike to both sides (a rule's scope "*", failurePolicy Fail).
+// written, with its defaults applied alike to both sides (a rule's scope "*", failurePolicy Fail,
+// matchPolicy Equivalent, an empty selector for none). The whole of matchConstraints counts: an
+// exclusion or a selector there narrows the policy as much as a binding's would (the
+// careless-admin re-review of Dec 5).
 type judgedPolicy struct {
-	Validations     []admissionv1.Validation              `json:"spec.validations"`
-	Variables       []admissionv1.Variable                `json:"spec.variables"`
-	MatchConditions []admissionv1.MatchCondition          `json:"spec.matchConditions"`
-	ResourceRules   []admissionv1.NamedRuleWithOperations `json:"spec.matchConstraints.resourceRules"`
-	FailurePolicy   admissionv1.FailurePolicyType         `json:"spec.failurePolicy"`
+	Validations          []admissionv1.Validation              `json:"spec.validations"`
+	Variables            []admissionv1.Variable                `json:"spec.variables"`
+	MatchConditions      []admissionv1.MatchCondition          `json:"spec.matchConditions"`
+	ResourceRules        []admissionv1.NamedRuleWithOperations `json:"spec.matchConstraints.resourceRules"`
+	ExcludeResourceRules []admissionv1.NamedRuleWithOperations `json:"spec.matchConstraints.excludeResourceRules"`
+	NamespaceSelector    string                                `json:"spec.matchConstraints.namespaceSelector"`
+	ObjectSelector       string                                `json:"spec.matchConstraints.objectSelector"`
+	MatchPolicy          admissionv1.MatchPolicyType           `json:"spec.matchConstraints.matchPolicy"`
+	ParamKind            *admissionv1.ParamKind                `json:"spec.paramKind"`
+	AuditAnnotations     []admissionv1.AuditAnnotation         `json:"spec.auditAnnotations"`
+	FailurePolicy        admissionv1.FailurePolicyType         `json:"spec.failurePolicy"`
 }
 
 // policyDiff names the fields in which the installed policy differs from the rendered one.
@@ -120,19 +130,45 @@ func policyDiff(installed, rendered *admissionv1.ValidatingAdmissionPolicy) []st
 }
 
 func judged(s admissionv1.ValidatingAdmissionPolicySpec) judgedPolicy {
-	j := judgedPolicy{Validations: s.Validations, Variables: s.Variables, MatchConditions: s.MatchConditions, FailurePolicy: admissionv1.Fail}
+	j := judgedPolicy{Validations: s.Validations, Variables: s.Variables, MatchConditions: s.MatchConditions, FailurePolicy: admissionv1.Fail,
+		ParamKind: s.ParamKind, AuditAnnotations: s.AuditAnnotations, MatchPolicy: admissionv1.Equivalent}
 	if s.FailurePolicy != nil {
 		j.FailurePolicy = *s.FailurePolicy
 	}
-	if s.MatchConstraints != nil {
-		for _, r := range s.MatchConstraints.ResourceRules {
-			if r.Scope == nil {
-				r.Scope = ptr.To(admissionv1.AllScopes)
-			}
-			j.ResourceRules = append(j.ResourceRules, r)
-		}
+	m := s.MatchConstraints
+	if m == nil {
+		return j
+	}
+	j.ResourceRules, j.ExcludeResourceRules = scoped(m.ResourceRules), scoped(m.ExcludeResourceRules)
+	j.NamespaceSelector, j.ObjectSelector = selectorString(m.NamespaceSelector), selectorString(m.ObjectSelector)
+	if m.MatchPolicy != nil {
+		j.MatchPolicy = *m.MatchPolicy
 	}
 	return j
+}
+
+// scoped is rules with the API server's default scope "*" where none is set.
+func scoped(rules []admissionv1.NamedRuleWithOperations) []admissionv1.NamedRuleWithOperations {
+	var out []admissionv1.NamedRuleWithOperations
+	for _, r := range rules {
+		if r.Scope == nil {
+			r.Scope = ptr.To(admissionv1.AllScopes)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// selectorString is a label selector as the selector it means: "" for none or the empty one.
+func selectorString(s *metav1.LabelSelector) string {
+	if s == nil {
+		return ""
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return "invalid: " + err.Error()
+	}
+	return sel.String()
 }
 
 // judgeBindings says what is wrong with how the policy is bound, if anything: it must have a

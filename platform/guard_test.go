@@ -133,4 +133,30 @@ authorization: {adoptOwnerPolicy: true, contributors: plugin}
 guard: {controllerServiceAccount: kubeflow/profiles-controller-service-account}
 `)
 	assert.Contains(t, stale(fork), guard.NamespaceLabelsPolicy, "the policy that refuses the fork's enrolment")
+
+	// A policy narrowed by hand in its own matchConstraints judges nothing any more (the
+	// careless-admin re-review of Dec 5).
+	for name, narrow := range map[string]func(*admissionv1.MatchResources){
+		guard.PodsPolicy: func(m *admissionv1.MatchResources) {
+			m.ExcludeResourceRules = []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
+				Operations: []admissionv1.OperationType{admissionv1.OperationAll},
+				Rule:       admissionv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}}}}
+		},
+		guard.WorkloadsPolicy: func(m *admissionv1.MatchResources) {
+			m.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"guarded": "yes"}}
+		},
+		guard.ManagedObjectsPolicy: func(m *admissionv1.MatchResources) {
+			m.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"guarded": "yes"}}
+		},
+	} {
+		p := &admissionv1.ValidatingAdmissionPolicy{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: name}, p))
+		narrow(p.Spec.MatchConstraints)
+		require.NoError(t, c.Update(ctx, p))
+	}
+	got = stale(config.Default())
+	for _, name := range []string{guard.PodsPolicy, guard.WorkloadsPolicy, guard.ManagedObjectsPolicy} {
+		require.Contains(t, got, name, "a policy narrowed in its matchConstraints")
+		assert.Contains(t, got[name].Problem, "spec.matchConstraints", name)
+	}
 }

@@ -397,35 +397,48 @@ func (n *Namespaces) validate(path *field.Path) field.ErrorList {
 		if strings.ContainsFunc(pat, func(r rune) bool { return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789-*?[]^", r) }) {
 			errs = append(errs, field.Invalid(p, pat, "may hold only lowercase letters, digits, '-' and the pattern characters * ? [ ]"))
 		}
-		if r := reversedRange(pat); r != "" {
-			errs = append(errs, field.Invalid(p, pat, fmt.Sprintf("the range %q is reversed: it matches nothing, "+
-				"and the guard's regular expression of it does not compile, so the API server would refuse every policy of the guard", r)))
+		if why := badClass(pat); why != "" {
+			errs = append(errs, field.Invalid(p, pat, why+": the runner and the guard's regular expression would read it differently, "+
+				"or the API server would refuse every policy of the guard"))
 		}
 	}
 	return errs
 }
 
-// reversedRange is the first range lo-hi with lo > hi in the classes of a shell pattern, or "".
-// path.Match accepts such a range (it matches nothing), but the guard turns each class into an
-// RE2 class as written, and RE2 refuses a reversed range. The pattern holds no '\' (validate
-// refuses it), so a class ends at the first ']'.
-func reversedRange(pat string) string {
+// badClass says what is wrong with the first malformed character class of a shell pattern, or "".
+// The runner matches reserved names with path.Match and the guard with an RE2 class written as the
+// pattern's, and the two must agree on every name: path.Match accepts a reversed range (matching
+// nothing), which RE2 refuses, and stops checking a pattern's syntax once a name fails to match
+// after a '*', so `team-*[a-]` passed path.Match's check while RE2 reads "[a-]" as "a or -" (the
+// careless-admin reviews of Dec 5). So a class must be '[', an optional '^', then one or more
+// characters or ranges lo-hi with lo <= hi, then ']', and no character of it '-', '[' or ']'.
+func badClass(pat string) string {
 	for i := 0; i < len(pat); i++ {
-		if pat[i] != '[' {
+		switch pat[i] {
+		case ']':
+			return "a ']' outside a class"
+		case '[':
+		default:
 			continue
 		}
 		end := strings.IndexByte(pat[i:], ']')
 		if end < 0 {
-			return ""
+			return "a '[' without its ']'"
 		}
-		class := pat[i+1 : i+end]
-		if strings.HasPrefix(class, "^") || strings.HasPrefix(class, "!") {
-			class = class[1:]
+		class := strings.TrimPrefix(pat[i+1:i+end], "^")
+		if class == "" {
+			return "an empty class " + pat[i:i+end+1]
 		}
 		for j := 0; j < len(class); j++ {
-			if j+2 < len(class) && class[j+1] == '-' {
+			if strings.IndexByte("-[", class[j]) >= 0 {
+				return fmt.Sprintf("the class %s has a %q where a character belongs", pat[i:i+end+1], class[j])
+			}
+			if j+1 < len(class) && class[j+1] == '-' {
+				if j+2 >= len(class) || class[j+2] == '[' || class[j+2] == '-' {
+					return fmt.Sprintf("the class %s has a range without its end", pat[i:i+end+1])
+				}
 				if class[j] > class[j+2] {
-					return class[j : j+3]
+					return fmt.Sprintf("the range %q is reversed", class[j:j+3])
 				}
 				j += 2
 			}
