@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"regexp"
 	"strings"
 
 	"istio.io/api/label"
@@ -203,9 +204,11 @@ func (b builder) istiodsPod(o, sa string) expr {
 	e := expr(o)
 	managed := allOf(field(e, "metadata", "labels"), lit(label.GatewayManaged.Name)+" in "+e+".metadata.labels")
 	// The waypoint's own pod comes from a ReplicaSet of istiod's waypoint Deployment, whose name
-	// is the waypoint's (waypoint.yaml): not from another Gateway's Deployment rendered to look
-	// like it (an allowed Gateway's parametersRef overlay).
-	fromWaypointReplicaSet := allOf(field(e, "metadata", "ownerReferences"), expr(o+".metadata.ownerReferences.exists(r, r.kind == 'ReplicaSet' && has(r.controller) && r.controller && r.name.startsWith("+quote(sa+"-")+"))"))
+	// is the waypoint's (waypoint.yaml), named <waypoint>-<pod-template-hash> by the Deployment
+	// controller (a hash of letters and digits, no '-'): not from another Gateway's Deployment
+	// rendered to look like it (an allowed Gateway's parametersRef overlay), nor from a
+	// Deployment named <waypoint>-<anything> made before the guard (the final review of Dec 5).
+	fromWaypointReplicaSet := allOf(field(e, "metadata", "ownerReferences"), expr(o+".metadata.ownerReferences.exists(r, r.kind == 'ReplicaSet' && has(r.controller) && r.controller && r.name.matches("+quote("^"+regexp.QuoteMeta(sa)+"-[a-z0-9]+$")+"))"))
 	waypointsOwn := allOf(expr(runsAs(o+".spec", sa)), labelIs(e+".metadata", label.IoK8sNetworkingGatewayGatewayName.Name, sa), fromWaypointReplicaSet)
 	var allowed []string
 	for _, m := range b.cfg.Guard.MeshConfigAllowed {

@@ -336,6 +336,10 @@ func TestWaypointStatusWritesAllowedGatewaysAndOtherSelectors(t *testing.T) {
 	lookalike := waypointPod(ns, "ingress-istio-5c6d-zzzzz")
 	lookalike.OwnerReferences[0].Name = "ingress-istio-5c6d"
 	refusedBy(t, s.as(t, rsCtl).Create(ctx, lookalike, client.DryRunAll), "waypoint/pods", "a pod as the waypoint from another ReplicaSet")
+	// A Deployment named waypoint-x, made before the guard, names its ReplicaSets waypoint-x-<hash>.
+	prefixed := waypointPod(ns, "waypoint-x-6b7c8d-zzzzz")
+	prefixed.OwnerReferences[0].Name = "waypoint-x-6b7c8d"
+	refusedBy(t, s.as(t, rsCtl).Create(ctx, prefixed, client.DryRunAll), "waypoint/pods", "a pod as the waypoint from a ReplicaSet of a Deployment named waypoint-x")
 
 	ingress := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ingress-istio-5c6d-abcde", Namespace: ns, Labels: map[string]string{
 		"gateway.networking.k8s.io/gateway-name": "ingress", "gateway.istio.io/managed": "istio.io-gateway-controller"}},

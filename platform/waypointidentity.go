@@ -142,6 +142,11 @@ func (w *identityWalk) deploymentsAndReplicaSets(ctx context.Context) error {
 		}
 		w.report("ReplicaSet", rs.Namespace, rs.Name, fmt.Sprintf("is named like the ReplicaSets of the waypoint's Deployment (%s-*) but is not one of them: "+
 			"the pods it makes would pass as the waypoint's", w.wp), deleteAsBreakGlass)
+		// Its owner would make it again: a Deployment named <waypoint>-<x> names its ReplicaSets
+		// <waypoint>-<x>-<hash> (the final review of Dec 5).
+		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && (ref.Kind != "Deployment" || ref.Name != w.wp) {
+			w.report(ref.Kind, rs.Namespace, ref.Name, fmt.Sprintf("owns the ReplicaSet %s, named like the waypoint's, and would make it again", rs.Name), deleteAsBreakGlass)
+		}
 	}
 	return nil
 }

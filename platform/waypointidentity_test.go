@@ -130,7 +130,9 @@ func TestCheckReportsWhatCouldRunAsTheWaypoint(t *testing.T) {
 	// Before the guard: a member's pod running as the waypoint, a ReplicaSet named like istiod's,
 	// a pod with a container of their own under istiod's ReplicaSet, a token Secret, PodDefaults.
 	require.NoError(t, c.Create(ctx, podOf(tainted.ns, "impostor", nil, waypointTemplate.Spec)))
-	rogue := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: tainted.ns, Name: "waypoint-rogue"},
+	// Owned by a member's Deployment named like the waypoint's, which would make it again.
+	rogue := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: tainted.ns, Name: "waypoint-rogue",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "waypoint-x", UID: "0f1e2d3c", Controller: ptr.To(true)}}},
 		Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rogue"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rogue"}}, Spec: waypointTemplate.Spec}}}
 	require.NoError(t, c.Create(ctx, rogue, client.FieldOwner("kube-controller-manager")))
@@ -175,7 +177,7 @@ func TestCheckReportsWhatCouldRunAsTheWaypoint(t *testing.T) {
 	require.NoError(t, c.Create(ctx, podOf("wi-platform", "impostor", nil, waypointTemplate.Spec)))
 
 	got, report := identityFindings(t, c)
-	want := []string{"Pod/impostor", "ReplicaSet/waypoint-rogue", "Secret/waypoint-token",
+	want := []string{"Pod/impostor", "ReplicaSet/waypoint-rogue", "Deployment/waypoint-x", "Secret/waypoint-token",
 		"PodDefault/selects-waypoint", "PodDefault/selects-all", "PodDefault/as-waypoint", "Deployment/waypoint",
 		// Under a Deployment that is not istiod's alone, its ReplicaSet and pods are not either.
 		"ReplicaSet/waypoint-5d8f9", "Pod/waypoint-5d8f9-x7k2p"}
