@@ -93,7 +93,9 @@ func containersDiff(kind string, pod, template []corev1.Container, token string)
 func asAdmitted(c corev1.Container, token string) corev1.Container {
 	c.Resources, c.ResizePolicy = corev1.ResourceRequirements{}, nil
 	c.VolumeMounts = slices.DeleteFunc(slices.Clone(c.VolumeMounts), func(m corev1.VolumeMount) bool {
-		return token != "" && m == corev1.VolumeMount{Name: token, ReadOnly: true, MountPath: admittedTokenPath}
+		// Compared with equality.Semantic, not ==: newer k8s.io/api versions give VolumeMount a
+		// slice field, which makes the struct incomparable (make test-newest).
+		return token != "" && equality.Semantic.DeepEqual(m, corev1.VolumeMount{Name: token, ReadOnly: true, MountPath: admittedTokenPath})
 	})
 	return c
 }
