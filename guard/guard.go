@@ -622,7 +622,7 @@ func (b builder) bindings() policySpec {
 	// a member's pod the waypoint's gateway-name label and a ReplicaSet's pod-template-hash after
 	// the pod was judged (the webhook review of Dec 5). The scheduler's Bindings carry only the
 	// topology labels the PodTopologyLabels admission plugin adds.
-	topology := "k.startsWith('topology.kubernetes.io/') || k.startsWith('topology.k8s.io/')"
+	topology := string(topologyKey("k"))
 	s.add(chk("labels", AssetServiceMembership, "kubernetes pkg/registry/core/pod/storage/storage.go (a Binding's labels are copied onto the pod); plugin/pkg/admission/podtopologylabels",
 		"!variables.managed || !has(object.metadata.labels) || object.metadata.labels.all(k, "+topology+")",
 		"a Binding may carry only topology labels: its labels are copied onto the pod"+ask,
@@ -879,7 +879,7 @@ func (b builder) waypointsOwnKey(k string) expr {
 	// (and bindings/labels lets a Binding carry them).
 	keys = append(keys, slices.Sorted(maps.Keys(b.cfg.Mesh.Waypoint.Labels))...)
 	return anyOf(expr(k+".startsWith('istio.io/')"), expr(k+".contains('.istio.io/')"), expr(k+".startsWith('gateway.networking.k8s.io/')"),
-		expr(k+".startsWith('topology.kubernetes.io/')"), expr(k+".startsWith('topology.k8s.io/')"),
+		topologyKey(k),
 		expr(k+".startsWith("+quote(ours+"/")+")"), in(expr(k), keys...))
 }
 
@@ -907,4 +907,10 @@ func (b builder) mapExcludesWaypoint(m string) expr {
 	gw, wp := quote(label.IoK8sNetworkingGatewayGatewayName.Name), quote(b.cfg.Mesh.Waypoint.Name)
 	return anyOf(expr("size("+m+") == 0"), expr(m+".exists(k, "+string(not(b.waypointsOwnKey("k")))+")"),
 		allOf(expr(gw+" in "+m), expr(m+"["+gw+"] != "+wp)))
+}
+
+// topologyKey is whether the label key k (CEL) is a topology label: the only labels a Binding may
+// carry (bindings/labels), which the API server copies onto every pod it binds, the waypoint's too.
+func topologyKey(k string) expr {
+	return anyOf(expr(k+".startsWith('topology.kubernetes.io/')"), expr(k+".startsWith('topology.k8s.io/')"))
 }
