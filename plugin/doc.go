@@ -12,7 +12,8 @@
 // and pruned. A plugin says more by implementing optional interfaces: [PodObserver] and
 // [PodDemand] when its decisions depend on the running pods, [DataPlane] when its labels put pods
 // into a data plane, [PodProtector] when some of its objects protect running pods whatever the
-// labels say.
+// labels say, [CacheDeclarer] when a controller's cache should hold only part of a kind it emits
+// or reads (only the plugins' own ConfigMaps, trimmed: [OwnedConfigMaps]).
 //
 // # What the runner promises
 //

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,13 +20,6 @@ import (
 // This file decides what the runner reads past its Reader (Runner.APIReader), and reads it. A
 // cache of every Pod and ConfigMap in the cluster would cost the controller memory in proportion
 // to other people's objects; with an APIReader the runner needs neither.
-
-// ManagedSelector selects the objects the plugins made ([ManagedByLabel]=[ManagedByValue]). A
-// manager's cache may hold only those of a kind no plugin reads from other writers (ConfigMap,
-// Gateway) when the Runner has an APIReader: see Runner.Reader.
-func ManagedSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{plugin.ManagedByLabel: plugin.ManagedByValue})
-}
 
 // reads is what the runner read past its Reader in one call.
 type reads struct {
@@ -141,7 +133,7 @@ func (r *Runner) confirmReadOnly(ctx context.Context, namespace string, names []
 }
 
 // readMetadata reads the metadata of the object of gvk named name through the APIReader, trimmed
-// as the cache trims it (CacheByObject): nil when there is none, and served false when the API
+// as the cache trims it (CacheByObject of r's plugins): nil when there is none, and served false when the API
 // server does not serve the kind.
 func (r *Runner) readMetadata(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (client.Object, bool, error) {
 	cur := &metav1.PartialObjectMetadata{}
@@ -156,7 +148,7 @@ func (r *Runner) readMetadata(ctx context.Context, gvk schema.GroupVersionKind, 
 		return nil, true, fmt.Errorf("reading %s %s in %q: %w", gvk.Kind, name, namespace, err)
 	}
 	cur.SetGroupVersionKind(gvk)
-	trim := cacheTransform(gvk)
+	trim := r.cacheTransform(gvk)
 	if trim == nil {
 		return cur, true, nil
 	}
@@ -191,9 +183,9 @@ func (r *Runner) readOnlyKinds() ([]schema.GroupVersionKind, error) {
 	return out, nil
 }
 
-// cacheTransform is CacheByObject's transform for objects of gvk, or nil.
-func cacheTransform(gvk schema.GroupVersionKind) func(any) (any, error) {
-	for key, by := range CacheByObject() {
+// cacheTransform is the transform CacheByObject of r's plugins has for objects of gvk, or nil.
+func (r *Runner) cacheTransform(gvk schema.GroupVersionKind) func(any) (any, error) {
+	for key, by := range CacheByObject(r.Plugins...) {
 		if by.Transform != nil && key.GetObjectKind().GroupVersionKind() == gvk {
 			return by.Transform
 		}
