@@ -37,6 +37,33 @@ func matches(cur client.Object, body map[string]any) bool {
 	return held
 }
 
+// facts are what the object phase knows of an observed object before it writes body over it,
+// each computed once: the warnings and the drift decision read the same ones.
+type facts struct {
+	// foreign: the managers that hold content the body does not set (ssa.ForeignFields).
+	foreign map[string][]string
+	// others: foreign without the plugin's own manager.
+	others map[string][]string
+	// held: cur holds every field of the body with the same value (matches).
+	held bool
+	// earlier: cur was written from another body of the plugin's (earlierBody).
+	earlier bool
+	// want, have: the desired-hash annotation of the body and of cur.
+	want, have string
+}
+
+// factsOf computes the facts of cur against body, the plugin's apply body.
+func factsOf(cur client.Object, pluginName string, body map[string]any) facts {
+	manager := plugin.FieldManager(pluginName)
+	foreign := ssa.ForeignFields(cur, manager, body)
+	return facts{
+		foreign: foreign, others: withoutManager(foreign, manager), held: matches(cur, body),
+		earlier: earlierBody(cur, pluginName, body),
+		want:    (&unstructured.Unstructured{Object: body}).GetAnnotations()[plugin.DesiredHashAnnotation],
+		have:    cur.GetAnnotations()[plugin.DesiredHashAnnotation],
+	}
+}
+
 // ownManagerWarnings are the warnings for changes that name no other field manager: meaning
 // metadata the body sets and someone removed (a removal leaves no manager behind), and content an
 // Apply under the plugin's own manager added or changed: the extras, and, when no other writer is
@@ -44,11 +71,9 @@ func matches(cur client.Object, body map[string]any) bool {
 // the observed object was written from another body than the one about to be sent (the
 // desired-hash annotation differs): the plugin itself may then have set or left out those fields,
 // and the apply changes them silently, as any change of the plugin's wish.
-func ownManagerWarnings(ref plugin.Ref, cur client.Object, pluginName string, body map[string]any, foreign map[string][]string) []string {
-	want := (&unstructured.Unstructured{Object: body}).GetAnnotations()[plugin.DesiredHashAnnotation]
-	have := cur.GetAnnotations()[plugin.DesiredHashAnnotation]
+func ownManagerWarnings(ref plugin.Ref, cur client.Object, pluginName string, body map[string]any, f facts) []string {
 	// Written from another body, or never by the plugin (no hash): unless the hash is forged.
-	if want == "" || (have != want && (have == "" || earlierBody(cur, pluginName, body))) {
+	if f.want == "" || (f.have != f.want && (f.have == "" || f.earlier)) {
 		return nil
 	}
 	var out []string
@@ -58,7 +83,7 @@ func ownManagerWarnings(ref plugin.Ref, cur client.Object, pluginName string, bo
 			ref, strings.Join(missing, ", ")))
 	}
 	paths := ssa.ApplyExtras(cur, plugin.FieldManager(pluginName), body)
-	if len(withoutManager(foreign, plugin.FieldManager(pluginName))) == 0 {
+	if len(f.others) == 0 {
 		if held, at, err := ssa.Holds(cur, ssa.WithoutMeaning(body, missing)); err == nil && !held {
 			paths = append(paths, strings.TrimPrefix(at, "."))
 		}
@@ -78,14 +103,14 @@ func ownManagerWarnings(ref plugin.Ref, cur client.Object, pluginName string, bo
 // itself have set those, and the write is an ordinary update (a config change, a new owner). The
 // plugin's own restoring Update left without its apply (the apply failed) holds only what the body
 // sets, with its values: no drift.
-func restoresDrift(cur client.Object, pluginName string, body map[string]any, foreign map[string][]string) bool {
-	if len(withoutManager(foreign, plugin.FieldManager(pluginName))) > 0 {
+func restoresDrift(cur client.Object, pluginName string, body map[string]any, f facts) bool {
+	if len(f.others) > 0 {
 		return true
 	}
-	if earlierBody(cur, pluginName, body) {
+	if f.earlier {
 		return false
 	}
-	return !matches(cur, body) || len(ssa.Extras(cur, plugin.FieldManager(pluginName), body)) > 0
+	return !f.held || len(ssa.Extras(cur, plugin.FieldManager(pluginName), body)) > 0
 }
 
 // earlierBody reports whether cur was written from another body of the plugin's than the one about

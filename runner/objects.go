@@ -122,15 +122,16 @@ func decideWrite(p *planned, ao *applyObject, cur client.Object, adoptable bool,
 		adopted = true
 		s.warnings = append(s.warnings, fmt.Sprintf("adopted %s, which another writer made", ao.ref))
 	}
-	s.foreign = ssa.ForeignFields(cur, plugin.FieldManager(name), body)
-	if len(s.foreign) == 0 && matches(cur, body) {
+	f := factsOf(cur, name, body)
+	s.foreign = f.foreign
+	if len(f.foreign) == 0 && f.held {
 		return objectStep{cur: cur, warnings: s.warnings, unchanged: true}
 	}
-	if others := withoutManager(s.foreign, plugin.FieldManager(name)); len(others) > 0 && !adopted {
-		s.warnings = append(s.warnings, fmt.Sprintf("%s was changed by another writer (%s); restoring the desired spec", ao.ref, describeForeign(others)))
+	if len(f.others) > 0 && !adopted {
+		s.warnings = append(s.warnings, fmt.Sprintf("%s was changed by another writer (%s); restoring the desired spec", ao.ref, describeForeign(f.others)))
 	}
-	s.warnings = append(s.warnings, ownManagerWarnings(ao.ref, cur, name, body, s.foreign)...)
-	s.restored = restoresDrift(cur, name, body, s.foreign)
+	s.warnings = append(s.warnings, ownManagerWarnings(ao.ref, cur, name, body, f)...)
+	s.restored = restoresDrift(cur, name, body, f)
 	s.rewritten = slices.Contains(p.desired.ReadyFromStatus, ao.ref)
 	return s
 }
