@@ -154,8 +154,8 @@ func (r *Runner) writeObject(ctx context.Context, p *planned, ao *applyObject, s
 	name := p.plugin.Name()
 	ao.restored, ao.rewritten = s.restored, s.rewritten
 	// An object another writer may also create or delete under its name (Desired.Adopt) is not
-	// brought back when it went since it was read: kfam's DELETE and next POST of a contributor
-	// policy must both succeed. The plugin's own objects are: they protect.
+	// brought back when it went since it was read: that writer's DELETE and its next create of the
+	// name must both succeed. The plugin's own objects are: they protect.
 	contested := s.cur != nil && slices.Contains(p.desired.Adopt, ao.ref)
 	restoreFailed := false
 	if len(s.foreign) > 0 {
@@ -201,8 +201,9 @@ func gone(p *planned, ao *applyObject) string {
 
 // sameObject is body for an update of cur: with cur's UID, so that the API server refuses the apply
 // (Conflict) when cur was deleted or replaced since it was read, instead of creating the object
-// anew as server-side apply does for a missing one. An apply racing kfam's DELETE of a contributor
-// policy would otherwise bring it back, and kfam's next POST for that contributor would fail.
+// anew as server-side apply does for a missing one. An apply racing another writer's DELETE of a
+// contested object (Desired.Adopt) would otherwise bring it back, and that writer's next create of
+// the name would fail.
 // The UID is no field a manager owns: it changes nothing of the object's managedFields.
 func sameObject(body map[string]any, cur client.Object) map[string]any {
 	if cur == nil || cur.GetUID() == "" {
