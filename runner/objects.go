@@ -55,7 +55,8 @@ func (r *Runner) writeObjects(ctx context.Context, ap *applyPlan, rewrite bool) 
 			if c, ok := ap.claims[ao.ref]; ok {
 				claimed = &c
 			}
-			ao.broken = r.writeObject(ctx, p, ao, decideObject(p, ao, ap.obs, rewrite, adopt[ao.ref], sofar, claimed))
+			step := decideObject(p, ao, ap.obs, rewrite, adopt[ao.ref], sofar, claimed)
+			ao.broken = r.writeObject(ctx, p, ao, step)
 			sofar.why[ao.ref] = ao.broken
 		}
 	}
@@ -130,8 +131,9 @@ func decideWrite(p *planned, ao *applyObject, cur client.Object, adoptable bool,
 	if len(f.others) > 0 && !adopted {
 		s.warnings = append(s.warnings, fmt.Sprintf("%s was changed by another writer (%s); restoring the desired spec", ao.ref, describeForeign(f.others)))
 	}
-	s.warnings = append(s.warnings, ownManagerWarnings(ao.ref, cur, name, body, f)...)
-	s.restored = restoresDrift(cur, name, body, f)
+	f = f.changed(cur, name, body)
+	s.warnings = append(s.warnings, ownManagerWarnings(ao.ref, name, f)...)
+	s.restored = restoresDrift(f)
 	s.rewritten = slices.Contains(p.desired.ReadyFromStatus, ao.ref)
 	return s
 }
