@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -61,3 +62,18 @@ func TestTrimConfigMapKeepsOnlyWhatDecidesWhoseItIs(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// OwnedConfigMaps caches only the ConfigMaps the plugins made, trimmed by TrimConfigMap.
+func TestOwnedConfigMapsSelectsThePluginsConfigMapsTrimmed(t *testing.T) {
+	decl := plugin.OwnedConfigMaps()
+	require.Len(t, decl, 1)
+	for obj, by := range decl {
+		assert.IsType(t, &corev1.ConfigMap{}, obj)
+		assert.True(t, by.Label.Matches(labels.Set{plugin.ManagedByLabel: plugin.ManagedByValue, "other": "x"}))
+		assert.False(t, by.Label.Matches(labels.Set{plugin.ManagedByLabel: "someone-else"}))
+		assert.False(t, by.Label.Matches(labels.Set{}))
+		out, err := by.Transform(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Generation: 4}, Data: map[string]string{"k": "v"}})
+		require.NoError(t, err)
+		assert.Equal(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Generation: 4}}, out, "TrimConfigMap keeps the generation, not the data")
+	}
+}
