@@ -100,9 +100,4 @@ func controllerRef(obj metav1.Object) []metav1.OwnerReference {
 }
 
 // cut is s, cut to maxKept bytes.
-func cut(s string) string {
-	if len(s) > maxKept {
-		return s[:maxKept]
-	}
-	return s
-}
+func cut(s string) string { return s[:min(len(s), maxKept)] }
