@@ -165,6 +165,7 @@ func enrolledIn(t *testing.T, c client.Client, r *runner.Runner, p *profilev1.Pr
 // Now the labels stay for good: the API server refuses a privileged pod while a pod runs and
 // after the last one is gone, and Revoke waits on no pod for them.
 func TestRevokeOfASurvivingNamespaceKeepsPodSecurityForGood(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -196,6 +197,7 @@ func TestRevokeOfASurvivingNamespaceKeepsPodSecurityForGood(t *testing.T) {
 // A namespace being deleted goes away with its Pod Security labels: Revoke leaves them to the
 // deletion and does not wait, although a pod still runs there.
 func TestRevokeOfADeletedNamespaceLeavesPodSecurityToItsDeletion(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -221,6 +223,7 @@ func TestRevokeOfADeletedNamespaceLeavesPodSecurityToItsDeletion(t *testing.T) {
 // the policy, still applying, and the namespace enrolled, until the last pod is gone; then Revoke
 // lets it go.
 func TestForegroundProfileDeletionKeepsTheZtunnelPolicyUntilThePodsAreGone(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -271,6 +274,7 @@ func TestForegroundProfileDeletionKeepsTheZtunnelPolicyUntilThePodsAreGone(t *te
 // finalizer (nothing would remove it once the Profile is gone). The ordered namespace deletion
 // then removes it only after the pods, and nothing blocks that deletion.
 func TestBackgroundProfileDeletionLeavesTheZtunnelPolicyToTheNamespacesDeletion(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -312,6 +316,7 @@ func TestBackgroundProfileDeletionLeavesTheZtunnelPolicyToTheNamespacesDeletion(
 // nothing. And a namespace force-deleted (its spec.finalizers emptied through /finalize) is gone
 // at once, the finalizer notwithstanding, and Revoke of it succeeds.
 func TestTheZtunnelPolicyFinalizerNeverBlocksForever(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -373,6 +378,7 @@ func newClientset(t *testing.T, env *envtest.Env) *kubernetes.Clientset {
 // which no dry run deleted, so the dry run reads the answer as the object gone, as the real writes
 // leave it, and persists nothing.
 func TestADryRunReadsAFinalizerTakenOffAfterItsDeleteAsTheObjectGone(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
