@@ -147,7 +147,7 @@ func TestEndpointsNamingForeignPodsRefused(t *testing.T) {
 // (pilot/pkg/serviceregistry/ambient/waypoints.go getUseWaypointCanary). Another namespace's would
 // fail closed at the ztunnel policy, yet take that share from the owner's waypoint: only the
 // namespace's own is admitted.
-func TestCanaryWaypointOnlyTheNamespaces(t *testing.T) {
+func TestCanaryWaypointOnlyOwn(t *testing.T) {
 	t.Parallel()
 	s := guarded(t)
 	cfg := s.cfg
