@@ -146,7 +146,7 @@ test-istiod: $(NEEDS_ENVTEST)
 ## test-open-findings: the open findings of the attack reviews (internal/integration, build tag
 ## openfindings). Each test fails while its finding stands, so this target fails until all are fixed.
 test-open-findings: $(NEEDS_ENVTEST)
-	$(GO) test -count=1 -tags openfindings -run 'TestAWithdrawnOverride|TestRevokeOfASurvivingNamespaceDoesNotWait|TestAMetadataOnlyRestore|TestAPinnedRoutingLabel' ./internal/integration/
+	$(GO) test -count=1 -tags openfindings -run 'TestWithdrawnOverrideNotHeldByTenantPods|TestRevokeDoesNotWaitOnTenantPods|TestMetadataRestoreRoutesAfterIstiod|TestPinnedRoutingLabelKeepsWaypoint' ./internal/integration/
 
 ## bench: generation benchmarks (5 runs each) and the API benchmark with BENCH_N (1,000) namespaces full of
 ## clutter, each implementation in its own process, BENCH_RUNS (3) rotated runs; the waiting

@@ -118,13 +118,20 @@ const (
 
 var (
 	mu      sync.Mutex
-	servers = map[CRDs]*server{}
+	servers = map[serverKey]*server{}
 )
 
+// serverKey names a shared server: the CRD sets it lacks and, for StartNamed, its name.
+type serverKey struct {
+	left CRDs
+	name string
+}
+
 type server struct {
-	env  *Env
-	err  error
-	stop func() error
+	env   *Env
+	err   error
+	stop  func() error
+	ready chan struct{} // closed once started (or failed to)
 }
 
 // Start returns the package's API server with every CRD, starting it on first use. Call Stop
@@ -138,13 +145,36 @@ func Start(t testing.TB) *Env {
 // first use; each set of left-out CRDs gets its own server, shared within the package's tests.
 func StartWithout(t testing.TB, left CRDs) *Env {
 	t.Helper()
+	return shared(t, serverKey{left: left})
+}
+
+// StartNamed returns the package's API server called name, with every CRD, starting it on first
+// use: a server apart for the tests that share a cluster-scoped setup (the guard of one
+// configuration, say) which the package's other tests must not see.
+func StartNamed(t testing.TB, name string) *Env {
+	t.Helper()
+	return shared(t, serverKey{name: name})
+}
+
+// shared returns the server of key, starting it on first use; tests in parallel that ask for
+// different servers start them at the same time.
+func shared(t testing.TB, key serverKey) *Env {
+	t.Helper()
 	mu.Lock()
-	defer mu.Unlock()
-	s, ok := servers[left]
+	s, ok := servers[key]
 	if !ok {
-		s = &server{}
-		s.env, s.stop, s.err = start(t, assetsDir(t), left)
-		servers[left] = s
+		s = &server{ready: make(chan struct{})}
+		servers[key] = s
+		mu.Unlock()
+		func() {
+			defer close(s.ready) // also when assetsDir fails the test
+			s.err = errors.New("the binaries are missing")
+			dir := assetsDir(t)
+			s.env, s.stop, s.err = start(t, dir, key.left)
+		}()
+	} else {
+		mu.Unlock()
+		<-s.ready
 	}
 	if s.err != nil {
 		t.Fatalf("starting the test API server: %v", s.err)
@@ -184,11 +214,11 @@ func Stop() error {
 	mu.Lock()
 	defer mu.Unlock()
 	var errs []error
-	for left, s := range servers {
+	for key, s := range servers {
 		if s.stop != nil {
 			errs = append(errs, s.stop())
 		}
-		delete(servers, left)
+		delete(servers, key)
 	}
 	return errors.Join(errs...)
 }

@@ -23,6 +23,7 @@ import (
 // entry holds. The genuine change keeps routing and warns of nothing; the forged one is restored,
 // reported, and routing is off until the next call.
 func TestADesiredHashIsTrustedOnlyWhenItIsTheHashOfThePluginsOwnFieldsOnTheAPIServer(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) { envtest.Main(m) }
 // Every object of every golden YAML file passes the real API server's validation (OpenAPI
 // schemas and CEL rules of the Istio and Gateway API CRDs) as a server-side dry-run apply.
 func TestGoldenFilesAreAcceptedByTheAPIServer(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	ctx := context.Background()
 	files, err := filepath.Glob(filepath.Join(golden.Dir(t), "*", "*.yaml"))
@@ -55,6 +56,7 @@ func TestGoldenFilesAreAcceptedByTheAPIServer(t *testing.T) {
 
 // The CRDs are real: a policy with both a selector and targetRefs is refused by their CEL rule.
 func TestTheCRDsEnforceIstiosRules(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	ensureNamespace(t, env.Client, "crd-check")
 	bad := &unstructured.Unstructured{}

@@ -5,11 +5,13 @@ package integration
 // message (or RBAC's refusal, where their role does not reach that far); a member given more than
 // Kubeflow's roles (write on Istio's objects and namespaces) is refused by the guard all the same;
 // the controller's ServiceAccount converges with the guard installed and makes the same changes;
-// the break-glass group may too.
+// the break-glass group may too. The tests share an API server of their own with the guard in
+// force (guardedEnv); the guard's tests without a controller are in package guard.
 
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +23,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
@@ -40,18 +41,6 @@ const (
 	widened        = "wil@example.com" // kubeflow-edit and write on Istio's objects and namespaces
 )
 
-func kubeflowRoles(t *testing.T) []*rbacv1.ClusterRole { return fixture.KubeflowRoles(t) }
-
-// as is a client of the test API server acting as user in groups.
-func as(t *testing.T, env *envtest.Env, user string, groups ...string) client.Client {
-	t.Helper()
-	cfg := rest.CopyConfig(env.Base)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append(groups, "system:authenticated")}
-	c, err := client.New(cfg, client.Options{Scheme: envtest.NewScheme()})
-	require.NoError(t, err)
-	return c
-}
-
 // guardDenied asserts err is the guard's refusal by policy, with a message containing want.
 func guardDenied(t *testing.T, err error, policy, want string) {
 	t.Helper()
@@ -61,43 +50,52 @@ func guardDenied(t *testing.T, err error, policy, want string) {
 	assert.Contains(t, err.Error(), "ask your platform admin")
 }
 
-// refusedWhoeverCreatesIt asserts that pod, as a webhook leaves it after the guard judged its
-// template, is refused by the pods policy (dry run) from the ReplicaSet controller as from the
-// member: the guard judges every pod created in a managed namespace, after every mutating webhook.
-func refusedWhoeverCreatesIt(t *testing.T, rsController, member client.Client, pod *corev1.Pod) {
+var (
+	guardedMu  sync.Mutex
+	guardedCfg *config.Config
+)
+
+// guardedEnv returns the package's API server with the guard of the default PluginConfig in force
+// (a server apart from Start's: the guard's policies are cluster-scoped), and that configuration.
+// It has Kubeflow's roles, the ClusterRole "widened" (write on Istio's objects and namespaces) to
+// bind in a namespace, the controller's ServiceAccount bound to cluster-admin, and widened allowed
+// to update namespaces and their status everywhere, as the tests of a namespace-label writer need.
+func guardedEnv(t *testing.T) (*envtest.Env, *config.Config) {
 	t.Helper()
-	ctx := context.Background()
-	for who, c := range map[string]client.Client{"the replicaset controller": rsController, "the member": member} {
-		err := c.Create(ctx, pod.DeepCopy(), client.DryRunAll)
-		require.Error(t, err, "the pod from %s is refused", who)
-		require.Contains(t, err.Error(), guard.PodsPolicy, who)
+	guardedMu.Lock()
+	defer guardedMu.Unlock()
+	env := envtest.StartNamed(t, "guard")
+	if guardedCfg != nil {
+		return env, guardedCfg
 	}
-}
-
-func bind(t *testing.T, c client.Client, ns, user, role string) {
-	t.Helper()
-	require.NoError(t, c.Create(context.Background(), &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: strings.NewReplacer("@", "-", ".", "-").Replace(user) + "-" + role, Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
-	}))
-}
-
-func TestTheGuardRefusesKubeflowMembersAndAdmitsTheControllerOnTheAPIServer(t *testing.T) {
-	env := envtest.StartFresh(t, 0)
 	root := env.Client
 	ctx := context.Background()
-	for _, r := range kubeflowRoles(t) {
+	for _, r := range fixture.KubeflowRoles(t) {
 		require.NoError(t, root.Create(ctx, r))
 	}
 	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "widened"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"security.istio.io", "gateway.networking.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"*"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "update", "patch"}},
 	}}))
+	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "namespace-status-patcher"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces/status"}, Verbs: []string{"get", "update", "patch"}},
+	}}))
+	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "wil-namespaces"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "namespace-status-patcher"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: widened}}}))
 	fixture.ClusterAdmin(t, root, "profile-plugins", rbacv1.Subject{Kind: "ServiceAccount", Name: "profile-plugins", Namespace: "kubeflow"})
 	cfg := config.Default()
-	installGuardOf(t, root, cfg)
+	fixture.InstallGuard(t, root, cfg)
+	guardedCfg = cfg
+	return env, cfg
+}
 
+func TestGuardRefusesMembersAdmitsController(t *testing.T) {
+	t.Parallel()
+	env, cfg := guardedEnv(t)
+	root := env.Client
+	ctx := context.Background()
 	controller := as(t, env, controllerUser, "system:serviceaccounts", "system:serviceaccounts:kubeflow")
 	p := profileIn(t, root, "guarded")
 	for _, u := range []struct{ user, role string }{{editor, "kubeflow-edit"}, {admin, "kubeflow-admin"}, {viewer, "kubeflow-view"}, {widened, "kubeflow-edit"}, {widened, "widened"}} {
@@ -202,108 +200,46 @@ func TestTheGuardRefusesKubeflowMembersAndAdmitsTheControllerOnTheAPIServer(t *t
 	require.NoError(t, root.Delete(ctx, pol, client.DryRunAll))
 }
 
-// In sidecar mode the guard refuses sidecar.istio.io/inject=false, as label or annotation, except
-// for the pods guard.optOutAllowed names; workloads istiod makes (the waypoint's pods carry
-// istio.io/dataplane-mode=none) are admitted in ambient mode.
-func TestTheGuardsOptOutExceptionsOnTheAPIServer(t *testing.T) {
-	env := envtest.StartFresh(t, 0)
+// The guard keeps a namespace's guarded labels through the status subresource too (review R4-2,
+// docs/security/reviews.md: high where anyone but the controller may write namespaces/status). The guard's namespace-labels
+// policy matches resources "namespaces" only (guard/guard.go, the Rule of namespaceLabels), not the
+// subresource "namespaces/status", and the API server takes metadata, labels included, from a
+// namespace's status update. A writer with update on namespaces/status (not granted by Kubeflow's
+// roles; granted by any role with resources "*" or "namespaces/*") changes
+// pod-security.kubernetes.io/enforce to privileged and istio.io/dataplane-mode to none: admitted,
+// and a privileged pod is admitted until the runner's next reconcile repairs the labels (the pod
+// stays). Fixed: the guard matches namespaces/status (and pods/status, services/status) too.
+func TestGuardRefusesLabelsViaNamespaceStatus(t *testing.T) {
+	t.Parallel()
+	env, cfg := guardedEnv(t)
 	root := env.Client
 	ctx := context.Background()
-	for _, r := range kubeflowRoles(t) {
-		require.NoError(t, root.Create(ctx, r))
-	}
-	p := profileIn(t, root, "sidecar-guarded")
-	bind(t, root, p.Name, editor, "kubeflow-edit")
-	cfg := config.Default()
-	cfg.Mesh.Mode = config.ModeSidecar
-	cfg.Guard.OptOutAllowed = []config.OptOut{{Namespace: p.Name, ServiceAccount: "pipeline-runner"}}
-	installGuardOf(t, root, cfg)
-	tenant := as(t, env, editor)
-	pod := func(name, sa string, labels, annotations map[string]string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Name, Labels: labels, Annotations: annotations},
-			Spec: corev1.PodSpec{ServiceAccountName: sa, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
-	}
-	off := map[string]string{"sidecar.istio.io/inject": "false"}
-	require.Eventually(t, func() bool {
-		err := tenant.Create(ctx, pod("probe", "", off, nil), client.DryRunAll)
-		return err != nil && strings.Contains(err.Error(), guard.PodsPolicy)
-	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect")
-	guardDenied(t, tenant.Create(ctx, pod("label", "", off, nil), client.DryRunAll), guard.PodsPolicy, "sidecar.istio.io/inject other than 'true' runs the pod without a sidecar")
-	guardDenied(t, tenant.Create(ctx, pod("annotation", "", nil, off), client.DryRunAll), guard.PodsPolicy, "sidecar.istio.io/inject other than")
-	require.NoError(t, tenant.Create(ctx, pod("allowed", "pipeline-runner", nil, off), client.DryRunAll), "guard.optOutAllowed admits it")
-	injected := pod("ambient-label", "", map[string]string{"istio.io/dataplane-mode": "none"}, map[string]string{"sidecar.istio.io/status": `{"containers":["istio-proxy"]}`})
-	injected.Spec.Containers = append(injected.Spec.Containers, corev1.Container{Name: "istio-proxy", Image: "proxyv2", Args: []string{"proxy", "sidecar"}})
-	require.NoError(t, tenant.Create(ctx, injected, client.DryRunAll), "ambient's opt-out label means nothing to an injected pod in sidecar mode and is not refused")
-
-	// Ambient mode: istiod's waypoint Deployment (its pods labelled dataplane-mode=none) is admitted.
-	cfg.Mesh.Mode = config.ModeAmbient
-	require.NoError(t, cfg.Validate())
-	objs, err := guard.Objects(cfg)
+	controller := as(t, env, controllerUser, "system:serviceaccounts", "system:serviceaccounts:kubeflow")
+	p := profileIn(t, root, "status")
+	r, err := profileplugins.NewRunner(controller, cfg)
 	require.NoError(t, err)
-	for _, o := range objs {
-		cur := o.DeepCopyObject().(client.Object)
-		require.NoError(t, root.Get(ctx, client.ObjectKeyFromObject(o), cur))
-		o.SetResourceVersion(cur.GetResourceVersion())
-		require.NoError(t, root.Update(ctx, o))
-	}
-	fixture.GuardInForce(t, root)
-	istiod := as(t, env, "system:serviceaccount:istio-system:istiod", "system:serviceaccounts")
-	fixture.ClusterAdmin(t, root, "istiod", rbacv1.Subject{Kind: "ServiceAccount", Name: "istiod", Namespace: "istio-system"})
-	waypointDeployment := func() *appsv1.Deployment {
-		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "waypoint", Namespace: p.Name}, Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"gateway.networking.k8s.io/gateway-name": "waypoint"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-				"gateway.networking.k8s.io/gateway-name": "waypoint", "istio.io/dataplane-mode": "none"}},
-				Spec: pod("", "waypoint", nil, nil).Spec}}}
-	}
+	routeThroughWaypoint(t, r, root, p)
+	before := namespaceLabels(t, root, p.Name)
+	t.Logf("labels before: %v", before)
+
+	attacker := as(t, env, widened)
+	n := &corev1.Namespace{}
+	require.NoError(t, root.Get(ctx, client.ObjectKey{Name: p.Name}, n))
+	n.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
 	require.Eventually(t, func() bool {
-		err := tenant.Create(ctx, waypointDeployment(), client.DryRunAll)
-		// The workloads policy (its template opts out) or the waypoint policy (istiod's name and
-		// labels), whichever the API server reports first.
-		return err != nil && (strings.Contains(err.Error(), "istio.io/dataplane-mode=none") || strings.Contains(err.Error(), "[waypoint/"))
-	}, 30*time.Second, 200*time.Millisecond, "the ambient guard takes effect and refuses the tenant's copy")
-	require.NoError(t, istiod.Create(ctx, waypointDeployment(), client.DryRunAll), "istiod makes the waypoint Deployment")
-}
+		err := attacker.Update(ctx, n, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), guard.NamespaceLabelsPolicy)
+	}, 30*time.Second, 200*time.Millisecond, "the guard takes effect and refuses a change of value")
 
-// The status subresource of a pod takes label changes too (only the spec is kept), so the guard
-// matches pods/status: a status write that adds istio.io/dataplane-mode=none is refused like any
-// other update, and one that changes no label or annotation passes, also for a pod that opted
-// out before the guard (an admin's, here), so the kubelet keeps reporting its status.
-func TestTheGuardJudgesLabelsWrittenThroughAPodsStatusOnTheAPIServer(t *testing.T) {
-	env := envtest.StartFresh(t, 0)
-	root := env.Client
-	ctx := context.Background()
-	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pod-status-writer"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "pods/status"}, Verbs: []string{"get", "update", "patch"}},
-	}}))
-	require.NoError(t, root.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "node-agent-pods"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pod-status-writer"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "node-agent"}}}))
-	cfg := config.Default()
-	installGuardOf(t, root, cfg)
-	p := profileIn(t, root, "pod-status")
-	legacy := boundPod(p.Name, "opted-out-before", false)
-	legacy.Labels = map[string]string{"istio.io/dataplane-mode": "none"}
-	require.NoError(t, root.Create(ctx, legacy), "system:masters is never refused")
-	require.NoError(t, root.Create(ctx, boundPod(p.Name, "meshed", false)))
-	agent := as(t, env, "node-agent")
-
-	optOut := func() error {
-		pod := &corev1.Pod{}
-		require.NoError(t, root.Get(ctx, client.ObjectKey{Namespace: p.Name, Name: "meshed"}, pod))
-		pod.Labels = map[string]string{"istio.io/dataplane-mode": "none"}
-		return agent.Status().Update(ctx, pod, client.DryRunAll)
-	}
-	require.Eventually(t, func() bool {
-		err := optOut()
-		return err != nil && strings.Contains(err.Error(), guard.PodsPolicy)
-	}, 30*time.Second, 200*time.Millisecond, "a status write that opts the pod out of the mesh is refused")
-	guardDenied(t, optOut(), guard.PodsPolicy, "istio.io/dataplane-mode=none")
-
-	pod := &corev1.Pod{}
-	require.NoError(t, root.Get(ctx, client.ObjectKey{Namespace: p.Name, Name: "opted-out-before"}, pod))
-	pod.Status.Phase = corev1.PodRunning
-	require.NoError(t, agent.Status().Update(ctx, pod), "a status write that changes no metadata passes, whatever the pod's labels")
-	require.NoError(t, root.Get(ctx, client.ObjectKey{Namespace: p.Name, Name: "opted-out-before"}, pod))
-	assert.Equal(t, corev1.PodRunning, pod.Status.Phase)
+	require.NoError(t, root.Get(ctx, client.ObjectKey{Name: p.Name}, n))
+	n.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+	n.Labels["istio.io/dataplane-mode"] = "none"
+	require.Error(t, root.Create(ctx, boundPod(p.Name, "privileged-before", true)), "baseline refuses a privileged pod")
+	err = attacker.Status().Update(ctx, n)
+	t.Logf("status update: %v", err)
+	after := namespaceLabels(t, root, p.Name)
+	t.Logf("labels after: %v", after)
+	assert.Equal(t, before["pod-security.kubernetes.io/enforce"], after["pod-security.kubernetes.io/enforce"], "changed through namespaces/status")
+	assert.Equal(t, before["istio.io/dataplane-mode"], after["istio.io/dataplane-mode"], "changed through namespaces/status")
+	assert.Error(t, root.Create(ctx, boundPod(p.Name, "privileged-after", true)), "a privileged pod is admitted after the status update")
 }

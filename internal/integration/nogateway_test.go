@@ -121,6 +121,7 @@ func steadyStateReads(t *testing.T, env *envtest.Env, p *profilev1.Profile) int 
 // None mode writes nothing of Istio's or the Gateway API's: it converges on an API server
 // without either set of CRDs.
 func TestNoneModeConvergesWithoutTheGatewayAPIOrIstio(t *testing.T) {
+	t.Parallel()
 	for name, left := range map[string]envtest.CRDs{
 		"without the Gateway API":          envtest.GatewayAPI,
 		"without the Gateway API or Istio": envtest.GatewayAPI | envtest.Istio,
@@ -138,6 +139,7 @@ func TestNoneModeConvergesWithoutTheGatewayAPIOrIstio(t *testing.T) {
 // Sidecar mode writes the owner policy: without Istio's CRDs the access plugin fails and says
 // which CRD to install, while Pod Security still applies.
 func TestSidecarModeWithoutIstioNamesTheCRD(t *testing.T) {
+	t.Parallel()
 	c := envtest.StartWithout(t, envtest.GatewayAPI|envtest.Istio).Client
 	p := profileIn(t, c, "sidecar-no-istio")
 	res := runnerFor(t, c, config.ModeSidecar).Apply(context.Background(), p)
@@ -150,6 +152,7 @@ func TestSidecarModeWithoutIstioNamesTheCRD(t *testing.T) {
 // Ambient mode needs its waypoint Gateway: without the Gateway API it fails loudly, naming the
 // CRD, and never enrols the namespace, however often it is reconciled.
 func TestAmbientModeWithoutTheGatewayAPIFailsClosed(t *testing.T) {
+	t.Parallel()
 	c := envtest.StartWithout(t, envtest.GatewayAPI).Client
 	p := profileIn(t, c, "ambient-no-gw")
 	r := runnerFor(t, c, config.ModeAmbient)
@@ -172,6 +175,7 @@ func TestAmbientModeWithoutTheGatewayAPIFailsClosed(t *testing.T) {
 // With the Gateway API installed, a Gateway an earlier ambient configuration made is pruned after
 // a switch to sidecar mode.
 func TestASwitchToSidecarPrunesTheWaypointWhenTheGatewayAPIIsThere(t *testing.T) {
+	t.Parallel()
 	c := envtest.Start(t).Client
 	p := profileIn(t, c, "ambient-to-sidecar")
 	res := runnerFor(t, c, config.ModeAmbient).Apply(context.Background(), p)
@@ -190,7 +194,8 @@ func TestASwitchToSidecarPrunesTheWaypointWhenTheGatewayAPIIsThere(t *testing.T)
 // (the mapper still maps Gateways, the API server answers NotFound) it does not wedge a switch
 // to sidecar mode.
 func TestTheGatewayAPIInstalledOrRemovedLaterIsFollowed(t *testing.T) {
-	env := envtest.StartFresh(t, envtest.GatewayAPI)
+	t.Parallel()
+	env := envtest.StartFresh(t, envtest.GatewayAPI) // its own: it installs and removes the Gateway API CRDs
 	c := env.Client
 	p := profileIn(t, c, "later")
 	ambient := runnerFor(t, c, config.ModeAmbient)
@@ -219,6 +224,7 @@ func TestTheGatewayAPIInstalledOrRemovedLaterIsFollowed(t *testing.T) {
 
 // A dry run (what `plan` shows) answers as the real run would on such a cluster.
 func TestADryRunWithoutTheGatewayAPIAnswersAsTheRunWould(t *testing.T) {
+	t.Parallel()
 	c := envtest.StartWithout(t, envtest.GatewayAPI).Client
 	p := profileIn(t, c, "dry-run-no-gw")
 

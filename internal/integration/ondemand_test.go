@@ -104,6 +104,7 @@ func (o *onDemandNS) gatewayDeletes(from int) int {
 // and the controller is asked back at the deadline; then routing comes off in one call and the
 // Gateway goes in a later one.
 func TestOnDemandActivatesAndDeactivates(t *testing.T) {
+	t.Parallel()
 	o := startOnDemand(t, "ondemand-cycle")
 	s := o.run("new, idle")
 	assert.Nil(t, s.gateway, "an idle namespace has no waypoint")
@@ -153,6 +154,7 @@ func TestOnDemandActivatesAndDeactivates(t *testing.T) {
 // here, so the test writes it as it would). It is no activity: an idle namespace gets no Gateway
 // for it, and a waypoint made for a notebook still goes idleAfter after the notebook's endpoint.
 func TestOnDemandEndpointsNoPodBacksKeepNoWaypoint(t *testing.T) {
+	t.Parallel()
 	o := startOnDemand(t, "ondemand-mirrored")
 	o.write(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "external-x1", Namespace: o.ns,
 		Labels: map[string]string{discoveryv1.LabelServiceName: "external", discoveryv1.LabelManagedBy: "endpointslicemirroring-controller.k8s.io"}},
@@ -179,6 +181,7 @@ func TestOnDemandEndpointsNoPodBacksKeepNoWaypoint(t *testing.T) {
 // Endpoints that come back inside the window keep the waypoint: it is never deleted, routing
 // never comes off, and a restart in the window keeps the window's start.
 func TestOnDemandFlapWindowKeepsTheWaypoint(t *testing.T) {
+	t.Parallel()
 	o := startOnDemand(t, "ondemand-flap")
 	o.endpoint("notebook", 2)
 	o.run("active")
@@ -213,6 +216,7 @@ func TestOnDemandFlapWindowKeepsTheWaypoint(t *testing.T) {
 // An install switched from always to onDemand tears the waypoints of idle namespaces down after
 // idleAfter, never routing to a missing one, and keeps those of active namespaces.
 func TestOnDemandUpgradeFromAlways(t *testing.T) {
+	t.Parallel()
 	o := startOnDemand(t, "ondemand-upgrade")
 	busy := startOnDemand(t, "ondemand-upgrade-busy")
 	for _, n := range []*onDemandNS{o, busy} {
@@ -249,6 +253,7 @@ func TestOnDemandUpgradeFromAlways(t *testing.T) {
 // A Gateway deleted while idle (inside the window) takes its routing with it and is not made
 // again until an endpoint appears.
 func TestOnDemandGatewayDeletedWhileIdle(t *testing.T) {
+	t.Parallel()
 	o := startOnDemand(t, "ondemand-deleted")
 	o.endpoint("notebook", 1)
 	o.run("active")

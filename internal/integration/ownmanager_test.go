@@ -125,6 +125,7 @@ func TestContentAppliedUnderThePluginsOwnManagerIsRestoredOnTheAPIServer(t *test
 // it over with --force-conflicts), and keeps it while another manager co-owns it, which is why
 // the runner restores by an Update first whenever another writer holds content.
 func TestApplyUnderTheOwnManagerRemovesFieldsOnlyItOwnsOnTheAPIServer(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -160,6 +161,7 @@ func TestApplyUnderTheOwnManagerRemovesFieldsOnlyItOwnsOnTheAPIServer(t *testing
 // cannot replay this: its typed round trip drops the zero value from the apply, so it skips that
 // sequence (internal/safety, foreignIstioMetadata) and this test stands for it.
 func TestAnotherWritersActionCoOwnedUnderThePluginsManagerIsTakenBackOnTheAPIServer(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()

@@ -17,6 +17,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -164,6 +165,7 @@ func enrolledIn(t *testing.T, c client.Client, r *runner.Runner, p *profilev1.Pr
 // Now the labels stay for good: the API server refuses a privileged pod while a pod runs and
 // after the last one is gone, and Revoke waits on no pod for them.
 func TestRevokeOfASurvivingNamespaceKeepsPodSecurityForGood(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -195,6 +197,7 @@ func TestRevokeOfASurvivingNamespaceKeepsPodSecurityForGood(t *testing.T) {
 // A namespace being deleted goes away with its Pod Security labels: Revoke leaves them to the
 // deletion and does not wait, although a pod still runs there.
 func TestRevokeOfADeletedNamespaceLeavesPodSecurityToItsDeletion(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -220,6 +223,7 @@ func TestRevokeOfADeletedNamespaceLeavesPodSecurityToItsDeletion(t *testing.T) {
 // the policy, still applying, and the namespace enrolled, until the last pod is gone; then Revoke
 // lets it go.
 func TestForegroundProfileDeletionKeepsTheZtunnelPolicyUntilThePodsAreGone(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -270,6 +274,7 @@ func TestForegroundProfileDeletionKeepsTheZtunnelPolicyUntilThePodsAreGone(t *te
 // finalizer (nothing would remove it once the Profile is gone). The ordered namespace deletion
 // then removes it only after the pods, and nothing blocks that deletion.
 func TestBackgroundProfileDeletionLeavesTheZtunnelPolicyToTheNamespacesDeletion(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -311,6 +316,7 @@ func TestBackgroundProfileDeletionLeavesTheZtunnelPolicyToTheNamespacesDeletion(
 // nothing. And a namespace force-deleted (its spec.finalizers emptied through /finalize) is gone
 // at once, the finalizer notwithstanding, and Revoke of it succeeds.
 func TestTheZtunnelPolicyFinalizerNeverBlocksForever(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -372,6 +378,7 @@ func newClientset(t *testing.T, env *envtest.Env) *kubernetes.Clientset {
 // which no dry run deleted, so the dry run reads the answer as the object gone, as the real writes
 // leave it, and persists nothing.
 func TestADryRunReadsAFinalizerTakenOffAfterItsDeleteAsTheObjectGone(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -395,4 +402,73 @@ func TestADryRunReadsAFinalizerTakenOffAfterItsDeleteAsTheObjectGone(t *testing.
 	live := &corev1.ConfigMap{}
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(cm), live), "nothing persisted")
 	assert.Nil(t, live.DeletionTimestamp)
+}
+
+// A surviving namespace keeps Pod Security for the bindings that survive its Profile (review
+// "Second review", finding 4, docs/security/reviews.md; medium, Pod Security loosened and the mesh
+// left, reachable by a contributor). When a Profile whose namespace survives it (owned by the owner
+// annotation: an admin made it) is deleted, Revoke waits for the last pod and then takes every Pod
+// Security label and the ambient labels off, with the ztunnel policy. The contributors'
+// RoleBindings stay: kfam makes them with no owner reference, so the Profile's deletion does not
+// collect them. A contributor (kubeflow-edit may create pods) then creates a privileged pod, and
+// the API server admits it (no enforce label: the cluster default, privileged unless the admin
+// configured PodSecurity admission otherwise), out of the mesh (no istio.io/dataplane-mode, so
+// ztunnel captures nothing and no ztunnel policy exists: any pod of any namespace reaches it in
+// plaintext). The namespace ends less protected than it was while the Profile lived, in the hands
+// of the same people. The owner may make such bindings for themselves too (kubeflow-admin creates
+// RoleBindings).
+func TestRevokeKeepsPodSecurityForSurvivingBindings(t *testing.T) {
+	t.Parallel()
+	env := envtest.Start(t)
+	c := env.Client
+	ctx := context.Background()
+	p := profileIn(t, c, "attack-survives")
+	r := runnerFor(t, c, config.ModeAmbient)
+	enrolledIn(t, c, r, p)
+	bob := asContributor(t, env, p.Name, "bob@example.com", "user-bob-example-com-clusterrole-edit")
+	err := bob.Create(ctx, boundPod(p.Name, "bob-privileged", true))
+	require.True(t, apierrors.IsForbidden(err), "while the Profile lives, Pod Security refuses the contributor's privileged pod: %v", err)
+
+	// The admin deletes the Profile; no pod runs, so Revoke finishes at once.
+	res := r.Revoke(ctx, p)
+	require.NoError(t, res.Err())
+	require.Empty(t, res.Waiting())
+	labels := namespaceLabels(t, c, p.Name)
+	t.Logf("the surviving namespace's labels after Revoke: %v", labels)
+
+	err = bob.Create(ctx, boundPod(p.Name, "bob-privileged", true))
+	assert.Error(t, err, "the contributor's RoleBinding survived the Profile, and the namespace now admits their privileged pod")
+	assert.NotEmpty(t, labels["pod-security.kubernetes.io/enforce"], "the surviving namespace was left without Pod Security")
+}
+
+// The Profile's condition does not grow with the tenant's pods (review "Second review", finding 5,
+// docs/security/reviews.md; low, denial of service of one Profile's reconciles, and load on the
+// shared controller). The Result's waiting reasons and errors name every pod they count, without a
+// bound (runner/holds.go, the data-plane and admission holds; pss/pss.go, preflight), and
+// Result.Condition joins them all into the one message the controller patches into the Profile's
+// status on every change (cmd/profile-plugins-controller, writeCondition). Pod names are the
+// tenant's choice, up to 253 characters, and their number is bounded only by a ResourceQuota: a
+// hundred pods with long names already take the message past the 32768 characters Kubernetes allows
+// a metav1.Condition message, and some 3,000 past the API server's 1.5 MB object limit, when the
+// status patch fails on every reconcile, each of which lists all the pods again past the cache.
+// Pending pods count (neither finished nor being deleted), so they need no node.
+func TestConditionBoundedByTenantPods(t *testing.T) {
+	t.Parallel()
+	env := envtest.Start(t)
+	c := env.Client
+	ctx := context.Background()
+	p := profileIn(t, c, "attack-condition")
+	r := runnerFor(t, c, config.ModeAmbient)
+	enrolledIn(t, c, r, p)
+	const pods = 80
+	for i := range pods {
+		name := fmt.Sprintf("%s-%03d", strings.Repeat("p", 240), i)
+		require.NoError(t, c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}}}))
+	}
+	res := r.Revoke(ctx, p)
+	require.NoError(t, res.Err())
+	msg := res.Condition().Message
+	t.Logf("%d pods: the Profile's condition message has %d characters", pods, len(msg))
+	assert.LessOrEqual(t, len(msg), 32768, "the condition message grows with the number and names of the tenant's pods")
 }

@@ -181,6 +181,7 @@ func replayWithGhost(t *testing.T, c client.Client, r *runner.Runner, p *profile
 // writer may create under the same name, the runner lists what the decision came from on the API
 // server, finds the binding gone, and creates nothing.
 func TestALaggingCachesDeletedRoleBindingCreatesNoPolicyKfamIsAboutToPostOnTheAPIServer(t *testing.T) {
+	t.Parallel()
 	c := envtest.Start(t).Client
 	r, p, user := kfamRace(t, c, "stale-binding")
 	binding := &metav1.PartialObjectMetadata{}
@@ -196,6 +197,7 @@ func TestALaggingCachesDeletedRoleBindingCreatesNoPolicyKfamIsAboutToPostOnTheAP
 // DELETE. Server-side apply creates a missing object; with the UID of the version read in the
 // body the API server refuses instead, and the policy stays deleted.
 func TestAnUpdateFromALaggingCacheDoesNotBringBackAPolicyKfamDeletedOnTheAPIServer(t *testing.T) {
+	t.Parallel()
 	c := envtest.Start(t).Client
 	r, p, user := kfamRace(t, c, "stale-policy")
 	ghost := &istiosecurityv1.AuthorizationPolicy{}

@@ -50,6 +50,7 @@ const (
 // Gateway loses its parametersRef, then the ConfigMap is pruned, and after every single write on
 // the way the namespace is in no fail-open state.
 func TestUpgradeFromThePerNamespacePatchConverges(t *testing.T) {
+	t.Parallel()
 	u := startUpgrade(t, releaseNamespace)
 	u.replayRelease()
 	before := u.snapshot("release state")
@@ -70,6 +71,7 @@ func TestUpgradeFromThePerNamespacePatchConverges(t *testing.T) {
 // moment): the ConfigMap the Gateway still references stays until a later call has updated the
 // Gateway, so istiod never renders the waypoint from a parametersRef that names a missing ConfigMap.
 func TestUpgradeWithAFailedGatewayUpdateKeepsTheReferencedConfigMap(t *testing.T) {
+	t.Parallel()
 	u := startUpgrade(t, releaseNamespace+"-fault")
 	u.replayRelease()
 	u.failOnce = "apply Gateway/waypoint"
@@ -84,6 +86,7 @@ func TestUpgradeWithAFailedGatewayUpdateKeepsTheReferencedConfigMap(t *testing.T
 // The reverse: a namespace on the new default converges when the admin turns the opt-in on, and
 // the Gateway references the ConfigMap only once it exists.
 func TestTurningThePerNamespacePatchOnConverges(t *testing.T) {
+	t.Parallel()
 	u := startUpgrade(t, "upgrade-on")
 	u.converge(config.Default())
 	require.Nil(t, u.snapshot("new default").patch)

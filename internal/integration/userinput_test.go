@@ -36,6 +36,7 @@ import (
 // Profile's namespace has the Profile's name, so an override selecting on that label would go to
 // whoever registers the name first. The configuration that would do so is refused, naming the key.
 func TestAnOverrideOnTheNameLabelTheAPIServerSetsIsRefused(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	p := profileIn(t, env.Client, "dec1-team-gpu")
 	assert.Equal(t, p.Name, namespaceLabels(t, env.Client, p.Name)["kubernetes.io/metadata.name"],
@@ -51,6 +52,7 @@ func TestAnOverrideOnTheNameLabelTheAPIServerSetsIsRefused(t *testing.T) {
 // are accepted by the real CRD schema (CEL rules included) and named by the runner's warnings;
 // one that keeps an address range out is not.
 func TestForeignPoliciesThatAdmitEveryCallerAreNamedOnTheAPIServer(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -80,6 +82,7 @@ func TestForeignPoliciesThatAdmitEveryCallerAreNamedOnTheAPIServer(t *testing.T)
 // False, not retried), withholds the routing labels though the waypoint is Programmed, and routes
 // once the label is gone.
 func TestAWaypointNamespaceLabelNamingAnotherNamespaceIsReportedOnTheAPIServer(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()

@@ -84,6 +84,7 @@ func waypointTemplate(t *testing.T, ns string) (*appsv1.Deployment, *autoscaling
 // accepted by the real API server (its validation of pod templates, topology spread with
 // matchLabelKeys, autoscalers and budgets), and carries the configured sizes.
 func TestWaypointSizingIsAcceptedByTheAPIServer(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	ctx := context.Background()
 	for name, c := range map[string]struct {
@@ -161,6 +162,7 @@ func sanitize(s string) string {
 // them (class defaults first, then the Gateway's parametersRef ConfigMap), and the objects that
 // makes are accepted by the real API server; the admin's budget keeps its one bound.
 func TestProfileSizingMergesOverTheClassDefaults(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	ctx := context.Background()
 	cfg, err := config.Parse([]byte(`apiVersion: profile-plugins.kubeflow-ambient.io/v1alpha1
@@ -213,6 +215,7 @@ mesh:
 // switch, still names the other bound: istiod merges both (class defaults first), and the
 // budget it then applies must still be one the API server accepts, the namespace's own bound.
 func TestBudgetSwitchInTheClassDefaultsKeepsProfileBudgetsAccepted(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	ctx := context.Background()
 	parse := func(budget string) *config.Config {

@@ -1,13 +1,10 @@
 //go:build openfindings
 
-// The open findings of the second Dec 1 attack review (SECURITY.md, "Second review"): each test
-// fails while its finding stands. `make test-open-findings` runs them; they join `make test` when
-// their finding is fixed.
+// The open findings of the attack reviews (docs/security/reviews.md, "Second review" and "Third
+// review"): each test reproduces one finding on the real API server and fails while it stands.
+// `make test-open-findings` runs them; they join `make test` when their finding is fixed.
 
 package integration
-
-// A fresh attack review of e3f7b7c (issue #21's last "Done when"). Each test here reproduces one
-// finding on the real API server and FAILS while the finding stands; none changes library code.
 
 import (
 	"context"
@@ -27,17 +24,18 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
-// Finding 2 (medium with preflight hold; a tenant keeps a privilege the admin took away). The
-// admin grants a team namespace privileged through an override on their own label (the documented
-// way), the owner asks for it and runs a privileged pod. The admin then removes the label: the
-// override no longer matches, the wanted level is baseline again. With podSecurity.preflight:
-// hold, pss keeps enforce at privileged while a running pod violates baseline
-// (pss/pss.go, preflight): the level it holds is the plugin's own, so loosenedBy does not stop it.
-// The pods that keep the hold are the tenant's own, and the level held admits new privileged pods,
-// so the tenant keeps privileged for as long as it likes (a Deployment's pod is recreated, a new
-// privileged pod is admitted). The hold was meant for pods that predate a tightening the admin
-// chose, not for a grant the admin withdrew. FAILS while the revoked grant is held.
-func TestAWithdrawnOverrideIsNotHeldByTheTenantsOwnPodsOnTheAPIServer(t *testing.T) {
+// Review "Second review", finding 2 (docs/security/reviews.md; medium with preflight hold; a tenant
+// keeps a privilege the admin took away). The admin grants a team namespace privileged through an
+// override on their own label (the documented way), the owner asks for it and runs a privileged
+// pod. The admin then removes the label: the override no longer matches, the wanted level is
+// baseline again. With podSecurity.preflight: hold, pss keeps enforce at privileged while a running
+// pod violates baseline (pss/pss.go, preflight): the level it holds is the plugin's own, so
+// loosenedBy does not stop it. The pods that keep the hold are the tenant's own, and the level held
+// admits new privileged pods, so the tenant keeps privileged for as long as it likes (a
+// Deployment's pod is recreated, a new privileged pod is admitted). The hold was meant for pods
+// that predate a tightening the admin chose, not for a grant the admin withdrew. FAILS while the
+// revoked grant is held.
+func TestWithdrawnOverrideNotHeldByTenantPods(t *testing.T) {
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -71,15 +69,16 @@ func TestAWithdrawnOverrideIsNotHeldByTheTenantsOwnPodsOnTheAPIServer(t *testing
 	assert.Error(t, err, "the API server still admits new privileged pods in the namespace")
 }
 
-// Finding 4b (low, the tenant decides when its own offboarding ends). In the same surviving
-// namespace, Revoke now waits for as long as a pod runs there (plugin.AdmissionGuard of pss, and
-// the data-plane hold), and the pods are the tenant's: a Deployment recreates them, anyone with
-// kubeflow-edit creates more. The Profile stays (its controller's finalizer waits for Revoke), and
-// with it everything the Profile controls, such as the profiles controller's namespaceAdmin
-// RoleBinding (SetControllerReference in profile_controller.go, updateRoleBinding), which garbage
-// collection deletes only after the Profile is gone. So the owner who is being offboarded keeps
-// their access by keeping one pod running. FAILS while Revoke waits on the tenant's pods.
-func TestRevokeOfASurvivingNamespaceDoesNotWaitOnTheTenantsPodsOnTheAPIServer(t *testing.T) {
+// Review "Second review", finding 4b (docs/security/reviews.md; low, the tenant decides when its
+// own offboarding ends). In the same surviving namespace, Revoke now waits for as long as a pod
+// runs there (plugin.AdmissionGuard of pss, and the data-plane hold), and the pods are the
+// tenant's: a Deployment recreates them, anyone with kubeflow-edit creates more. The Profile stays
+// (its controller's finalizer waits for Revoke), and with it everything the Profile controls, such
+// as the profiles controller's namespaceAdmin RoleBinding (SetControllerReference in
+// profile_controller.go, updateRoleBinding), which garbage collection deletes only after the
+// Profile is gone. So the owner who is being offboarded keeps their access by keeping one pod
+// running. FAILS while Revoke waits on the tenant's pods.
+func TestRevokeDoesNotWaitOnTenantPods(t *testing.T) {
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -104,21 +103,21 @@ func TestRevokeOfASurvivingNamespaceDoesNotWaitOnTheTenantsPodsOnTheAPIServer(t 
 	}
 }
 
-// Finding 7 (medium, fail-open window; anyone who may update Gateways in the namespace, not a
-// Kubeflow tenant by default). istiod renders the waypoint Deployment from the Gateway's
-// annotations too: the proxy image comes from sidecar.istio.io/proxyImage on the Gateway
-// (istio/istio pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go, render:
-// inject.ProxyImage(..., mi.Annotations)), and the Gateway's labels and annotations are copied to
-// the waypoint pods. The runner restores such a key (every key of Istio's domain is content) and
-// withholds routing for that call, "and the next call routes again once the observed state is the
-// restored one (for the Gateway, Programmed for the restored generation)" (SECURITY.md, guarantee
-// 10). A metadata change does not change a Gateway's generation, so the status istiod wrote before
-// the edit already reads as Programmed for the restored generation: the next call, which the
-// restore's own watch event starts at once, routes every request through the waypoint again while
-// istiod is still rolling the Deployment back from the editor's image. The withdrawal lasts one
-// reconcile, milliseconds. FAILS while routing returns with no sign that istiod has rendered the
-// restored Gateway.
-func TestAMetadataOnlyRestoreOfTheWaypointDoesNotRouteBeforeIstiodRendersItOnTheAPIServer(t *testing.T) {
+// Review "Second review", finding 7 (docs/security/reviews.md; medium, fail-open window; anyone who
+// may update Gateways in the namespace, not a Kubeflow tenant by default). istiod renders the
+// waypoint Deployment from the Gateway's annotations too: the proxy image comes from
+// sidecar.istio.io/proxyImage on the Gateway (istio/istio
+// pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go, render: inject.ProxyImage(...,
+// mi.Annotations)), and the Gateway's labels and annotations are copied to the waypoint pods. The
+// runner restores such a key (every key of Istio's domain is content) and withholds routing for
+// that call, "and the next call routes again once the observed state is the restored one (for the
+// Gateway, Programmed for the restored generation)" (SECURITY.md, guarantee 10). A metadata change
+// does not change a Gateway's generation, so the status istiod wrote before the edit already reads
+// as Programmed for the restored generation: the next call, which the restore's own watch event
+// starts at once, routes every request through the waypoint again while istiod is still rolling the
+// Deployment back from the editor's image. The withdrawal lasts one reconcile, milliseconds. FAILS
+// while routing returns with no sign that istiod has rendered the restored Gateway.
+func TestMetadataRestoreRoutesAfterIstiod(t *testing.T) {
 	env := envtest.Start(t)
 	c := env.Client
 	ctx := context.Background()
@@ -164,14 +163,14 @@ func psRunner(t *testing.T, c client.Client, body string) *runner.Runner {
 	return r
 }
 
-// Finding R3-1b (low, what is left of R3-1). The same pin keeps istio.io/use-waypoint=waypoint on
-// the namespace after the switch to sidecar mode, and the runner prunes the waypoint: guarantee 1's
-// "use-waypoint names only a waypoint that exists" does not hold. Nothing is let in by it: a
-// missing waypoint makes ztunnel send traffic straight to the pods, whose sidecars enforce the
-// owner policy, and the pinned istio.io/dataplane-mode keeps the ztunnel policy (R3-1's fix).
-// FAILS while the waypoint is pruned under a standing routing label.
-func TestAPinnedRoutingLabelDoesNotOutliveTheWaypointOnTheAPIServer(t *testing.T) {
-	root, p, _ := pinnedThroughASidecarSwitch(t)
+// Review R3-1b (docs/security/reviews.md; low, what is left of R3-1). The same pin keeps
+// istio.io/use-waypoint=waypoint on the namespace after the switch to sidecar mode, and the runner
+// prunes the waypoint: guarantee 1's "use-waypoint names only a waypoint that exists" does not
+// hold. Nothing is let in by it: a missing waypoint makes ztunnel send traffic straight to the
+// pods, whose sidecars enforce the owner policy, and the pinned istio.io/dataplane-mode keeps the
+// ztunnel policy (R3-1's fix). FAILS while the waypoint is pruned under a standing routing label.
+func TestPinnedRoutingLabelKeepsWaypoint(t *testing.T) {
+	root, p, _ := pinnedThroughASidecarSwitch(t, "pinned-routing")
 	if waypoint := namespaceLabels(t, root, p.Name)["istio.io/use-waypoint"]; waypoint != "" {
 		assert.True(t, exists(t, root, &gatewayv1.Gateway{}, p.Name, waypoint),
 			"istio.io/use-waypoint=%s stands (co-owned by the pinner) and the waypoint was pruned", waypoint)

@@ -1,4 +1,4 @@
-package integration
+package guard_test
 
 // Generated pods against the guard on the real API server, each judged also by a model of what
 // Istio does with it, written from Istio's source (istio/istio 86c9f01), not from the guard:
@@ -41,33 +41,29 @@ import (
 	"sigs.k8s.io/yaml"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
-	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 )
 
-func TestTheGuardAdmitsNoGeneratedPodIstioWouldLeaveOpen(t *testing.T) {
+func TestGeneratedPodsIstioLeavesOpenRefused(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []config.MeshMode{config.ModeAmbient, config.ModeSidecar} {
 		t.Run(string(mode), func(t *testing.T) {
-			env := envtest.StartFresh(t, 0)
+			t.Parallel()
+			s := guardedIn(t, mode)
 			ctx := context.Background()
-			installGuard(t, env.Client, mode)
-			ns := "generated-" + string(mode)
-			profileIn(t, env.Client, ns)
+			ns := profileNamespace(t, s, "generated-"+string(mode))
 			// The namespace as the runner leaves it (with Pod Security baseline, which refuses
 			// host-network pods whoever creates them).
-			n := &corev1.Namespace{}
-			require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: ns}, n))
-			n.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}
+			labels := map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}
 			if mode == config.ModeAmbient {
-				n.Labels["istio.io/dataplane-mode"] = "ambient"
+				labels["istio.io/dataplane-mode"] = "ambient"
 			} else {
-				n.Labels["istio-injection"] = "enabled"
+				labels["istio-injection"] = "enabled"
 			}
-			require.NoError(t, env.Client.Update(ctx, n))
-			member := bound(t, env, userBinding(ns, "member-pods", editor, nil), "generated-pods-"+string(mode), contributorPodRules)
+			n := labelNamespace(t, s, ns, labels)
+			member := member(t, s, ns, "guard-test-kubeflow-edit-pods", contributorPodRules)
 			// The ReplicaSet controller creates the pods of a member's workloads, after the
 			// mutating webhooks (a PodDefault's merge among them) changed them.
-			rsController := bound(t, env, userBinding(ns, "replicaset-controller", "system:serviceaccount:kube-system:replicaset-controller", nil),
-				"generated-rs-pods-"+string(mode), contributorPodRules)
+			rsController := replicaSetController(t, s, ns)
 
 			var admitted, refused int
 			byController := map[bool]int{}

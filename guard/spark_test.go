@@ -1,36 +1,12 @@
-package integration
+package guard_test
 
-// The twelfth review (review12) of the guard at 068fcec.
-//
-// Finding R12-1 (fixed by the kubeflow policy's sparkCheck): the Spark operator's pod webhook (kubeflow/spark-operator
-// internal/webhook/sparkpod_defaulter.go SparkPodDefaulter.Default, mutateSparkPod; registered by
-// kubeflow/manifests applications/spark/spark-operator/base/resources.yaml as
-// mutate--v1-pod.sparkoperator.k8s.io, objectSelector sparkoperator.k8s.io/launched-by-spark-operator=true,
-// no namespaceSelector, and --namespaces="" so every namespace) looks up the SparkApplication named
-// by the pod's label sparkoperator.k8s.io/app-name in the pod's namespace and appends its
-// spec.driver (or spec.executor, by the pod's spark-role label) initContainers and sidecars to the
-// pod (addInitContainers, addSidecarContainers), with its env, volumes, hostNetwork and security
-// contexts, whoever creates the pod. Only the pod's labels select it, and a kubeflow-edit member may
-// put them on a Deployment's pod template (the labels mean nothing to the guard), whose pods
-// kube-controller-manager's replicaset controller creates: the guard trusts it, so no policy judges
-// what the webhook adds. In sidecar mode a SparkApplication with an init container (or sidecar)
-// named istio-init then puts it on a pod the guard never sees, and istio-cni skips the pod's
-// redirect (istio/istio cni/pkg/plugin/plugin.go doAddRun: pi.Containers.Contains(ISTIOINIT);
-// cni/pkg/plugin/kubernetes.go containers reads init and regular containers alike), so callers
-// reach the pod's ports past its sidecar and every policy of the namespace. kubeflow-edit writes
-// SparkApplications (kubeflow-spark-edit, applications/spark/spark-operator/base/aggregated-roles.yaml)
-// and Deployments (kubeflow-kubernetes-edit). The spark-operator's own pods are not the problem:
-// spark-submit (the operator's service account, kubeflow namespace) creates drivers and the
-// driver (a tenant's service account) executors, neither trusted, so those pods are judged after
-// the webhook. The fix refuses, in a managed namespace, a SparkApplication (or the template of a
-// ScheduledSparkApplication) whose driver or executor has an init container or sidecar named
-// istio-proxy, istio-init or istio-validation.
+// The Spark operator's SparkApplications, and the pods its webhook makes of them, on the real API
+// server.
 
 import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,9 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/guard"
-	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 )
 
 // The labels by which the Spark operator's pod webhook selects a pod and finds its SparkApplication
@@ -109,23 +83,30 @@ func sparkDeployment(ns, name, app, role string) *appsv1.Deployment {
 	}
 }
 
-func TestReview12SparkApplicationsWithContainersNamedAsIstiosAreRefused(t *testing.T) {
-	ns := "r12-spark"
-	env := envtest.StartFresh(t, 0)
+// The Spark operator's pod webhook (kubeflow/spark-operator
+// internal/webhook/sparkpod_defaulter.go SparkPodDefaulter.Default, mutateSparkPod; registered by
+// kubeflow/manifests applications/spark/spark-operator/base/resources.yaml with objectSelector
+// sparkoperator.k8s.io/launched-by-spark-operator=true in every namespace) looks up the
+// SparkApplication named by the pod's label sparkoperator.k8s.io/app-name and appends its
+// spec.driver (or spec.executor) initContainers and sidecars to the pod, whoever creates it. A
+// kubeflow-edit member may put those labels on a Deployment's pod template, whose pods the
+// replicaset controller creates (trusted): in sidecar mode a SparkApplication with a container
+// named istio-init then puts it on a pod the guard never sees, and istio-cni skips the pod's
+// redirect (istio/istio cni/pkg/plugin/plugin.go doAddRun). So a SparkApplication (or the template
+// of a ScheduledSparkApplication) whose driver or executor has an init container or sidecar named
+// istio-proxy, istio-init or istio-validation is refused in a managed namespace (review R12-1,
+// docs/security/reviews.md; sparkCheck). kubeflow-edit writes SparkApplications
+// (kubeflow-spark-edit) and Deployments (kubeflow-kubernetes-edit).
+func TestSparkIstioContainersRefused(t *testing.T) {
+	t.Parallel()
+	s := sidecarGuarded(t)
 	ctx := context.Background()
-	installGuard(t, env.Client, config.ModeSidecar)
-	profileIn(t, env.Client, ns)
-	member := crdMember(t, env, ns, sparkCRD("SparkApplication", "sparkapplications"), "sparkoperator.k8s.io/v1beta2", "SparkApplicationList", "r12-kubeflow-edit-spark", []rbacv1.PolicyRule{
+	ns := profileNamespace(t, s, "spark")
+	member := crdMember(t, s, ns, sparkCRD("SparkApplication", "sparkapplications"), "sparkoperator.k8s.io/v1beta2", "SparkApplicationList", "guard-test-kubeflow-edit-spark", []rbacv1.PolicyRule{
 		{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications", "scheduledsparkapplications"},
 			Verbs: []string{"get", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "create", "update", "patch", "delete"}}})
-	require.NoError(t, env.Client.Create(ctx, sparkCRD("ScheduledSparkApplication", "scheduledsparkapplications")))
-	require.Eventually(t, func() bool {
-		l := &unstructured.UnstructuredList{}
-		l.SetAPIVersion("sparkoperator.k8s.io/v1beta2")
-		l.SetKind("ScheduledSparkApplicationList")
-		return env.Client.List(ctx, l, client.InNamespace(ns)) == nil
-	}, 30*time.Second, 200*time.Millisecond, "the ScheduledSparkApplication CRD is served")
+	installCRD(t, s, ns, sparkCRD("ScheduledSparkApplication", "scheduledsparkapplications"), "sparkoperator.k8s.io/v1beta2", "ScheduledSparkApplicationList")
 
 	// Why the application is where the guard must refuse: the pod the webhook makes of such a
 	// Deployment's pod (injected by Istio, then given the SparkApplication's istio-init) comes from
@@ -136,8 +117,7 @@ func TestReview12SparkApplicationsWithContainersNamedAsIstiosAreRefused(t *testi
 		p.Spec.Containers[0].Name = "spark-kubernetes-driver"
 		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "istio-init", Image: "registry.example.com/noop:1"})
 	})
-	rsController := bound(t, env, userBinding(ns, "replicaset-controller", "system:serviceaccount:kube-system:replicaset-controller", nil),
-		"r12-replicaset-controller-pods", contributorPodRules)
+	rsController := replicaSetController(t, s, ns)
 	refusedWhoeverCreatesIt(t, rsController, member, webhooked)
 
 	const want = "the Spark operator's webhook appends the driver's and executor's initContainers and sidecars"
@@ -174,4 +154,52 @@ func scheduled(app *unstructured.Unstructured) *unstructured.Unstructured {
 		"metadata": map[string]any{"name": app.GetName(), "namespace": app.GetNamespace()},
 		"spec":     map[string]any{"schedule": "@every 1h", "template": runtime.DeepCopyJSONValue(app.Object["spec"])},
 	}}
+}
+
+// In ambient mode what the Spark operator's pod webhook copies that would take a pod past ztunnel
+// is hostNetwork (addHostNetwork: pod.Spec.HostNetwork = true, dnsPolicy ClusterFirstWithHostNet;
+// istio/istio cni/pkg/util/enablement_selector.go Matches excludes host-network pods) and an init
+// container or sidecar with NET_ADMIN (addInitContainers, addSidecarContainers copy whole
+// containers), which could rewrite the pod's own iptables. The twelfth review
+// (docs/security/reviews.md) says Pod Security baseline refuses both also for the pods
+// kube-controller-manager creates, "not tested": here the webhook's output pod, created as the
+// replicaset controller (which the guard trusts), is refused by Pod Security in a managed ambient
+// namespace as the runner labels it.
+func TestSparkWebhookPodsMeetPodSecurity(t *testing.T) {
+	t.Parallel()
+	s := guarded(t)
+	ctx := context.Background()
+	ns := profileNamespace(t, s, "spark-ambient")
+	labelNamespace(t, s, ns, map[string]string{"pod-security.kubernetes.io/enforce": "baseline", "istio.io/dataplane-mode": "ambient"})
+	rsController := replicaSetController(t, s, ns)
+	webhooked := func(name string, change func(p *corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Name, p.Namespace = name, ns
+		p.Labels = map[string]string{sparkLaunchedLabel: "true", sparkAppNameLabel: "app", sparkRoleLabel: "driver"}
+		p.Spec.Containers = []corev1.Container{{Name: "spark-kubernetes-driver", Image: "registry.example.com/server:1"}}
+		change(p)
+		return p
+	}
+	require.NoError(t, rsController.Create(ctx, webhooked("plain", func(*corev1.Pod) {}), client.DryRunAll),
+		"the webhook's pod without them is admitted: the guard trusts the replicaset controller")
+	for name, change := range map[string]func(p *corev1.Pod){
+		"hostNetwork": func(p *corev1.Pod) { p.Spec.HostNetwork, p.Spec.DNSPolicy = true, corev1.DNSClusterFirstWithHostNet },
+		"init container with NET_ADMIN": func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "registry.example.com/setup:1",
+				SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}}}
+		},
+		"sidecar with NET_RAW and NET_ADMIN": func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "shipper", Image: "registry.example.com/shipper:1",
+				SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_RAW", "NET_ADMIN"}}}})
+		},
+		"privileged sidecar": func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "shipper", Image: "registry.example.com/shipper:1",
+				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}})
+		},
+	} {
+		err := rsController.Create(ctx, webhooked(objectName(name), change), client.DryRunAll)
+		if assert.Error(t, err, "%s: the webhook's pod from the replicaset controller is admitted", name) {
+			assert.Contains(t, err.Error(), "violates PodSecurity", "%s: refused, but not by Pod Security", name)
+		}
+	}
 }
