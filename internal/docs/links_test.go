@@ -1,4 +1,4 @@
-package forkpatch_test
+package docs_test
 
 import (
 	"os"
