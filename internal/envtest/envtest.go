@@ -190,6 +190,7 @@ func Stop() error {
 		}
 		delete(servers, left)
 	}
+	errs = append(errs, stopKeyed()...)
 	return errors.Join(errs...)
 }
 
