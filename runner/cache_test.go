@@ -38,6 +38,7 @@ var (
 // WithManager tells the runner which kinds the manager's cache shows in full, from the same options
 // the manager was built with; whatever it cannot vouch for, it leaves to a direct read.
 func TestWithManagerReadsDirectlyOnlyWhatTheCacheMaySelect(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t) // a ByObject entry is mapped to its resource when the manager is made
 	managed := cache.ByObject{Label: runner.ManagedSelector()}
 	for _, tc := range []struct {
@@ -76,6 +77,7 @@ func TestWithManagerReadsDirectlyOnlyWhatTheCacheMaySelect(t *testing.T) {
 // wanted object of those in full: a transform may drop the content and managedFields that the
 // drift checks read.
 func TestWithManagerReadsInFullWhatTheCacheTransforms(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	all := []schema.GroupKind{policyGK, bindingGK, gatewayGK, configMapGK}
 	for _, tc := range []struct {
@@ -107,6 +109,7 @@ func TestWithManagerReadsInFullWhatTheCacheTransforms(t *testing.T) {
 // namespace editor could grow: no data, no other label or annotation, one controller reference
 // with bounded strings.
 func TestTrimConfigMapKeepsOnlyWhatDecidesWhoseItIs(t *testing.T) {
+	t.Parallel()
 	now := metav1.Now()
 	long := strings.Repeat("x", 100_000)
 	in := &corev1.ConfigMap{
@@ -154,6 +157,7 @@ func TestTrimConfigMapKeepsOnlyWhatDecidesWhoseItIs(t *testing.T) {
 // controller's watch and the runner read, byte for byte, and nothing a Profile owner (who may
 // create RoleBindings) could grow: no other annotation or label, no managedFields or finalizers.
 func TestTrimRoleBindingMetadataKeepsOnlyWhatTheAccessPluginReads(t *testing.T) {
+	t.Parallel()
 	created, deleted := metav1.Unix(1764590400, 0), metav1.Unix(1764594000, 0)
 	long := strings.Repeat("x", 200<<10)
 	in := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
@@ -211,6 +215,7 @@ func TestTrimRoleBindingMetadataKeepsOnlyWhatTheAccessPluginReads(t *testing.T) 
 // waypoint decide on slices without it: a Runner is refused such options, and given the options of
 // its own plugins. Without mesh.waypoint.ignoredServices the plugins' options of no plugin do.
 func TestWithManagerRefusesACacheThatDropsAnEndpointSliceLabelThePluginsRead(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	ignoring := fixture.Config(t, "mesh: {waypoint: {provision: onDemand, ignoredServices: {matchLabels: {always-on: \"true\"}}}}\n")
 	ps, err := plugins.New(ignoring)
