@@ -110,8 +110,8 @@ func heapOf(n int, mk func(i int) any) float64 {
 // The cache keeps of 10,000 EndpointSlices what TrimEndpointSlice keeps: measured on the heap the
 // objects hold, a slice of ten pods costs what a slice of one does, and a fraction of its full form.
 // The per-slice figures, printed here, are those of BENCHMARKS.md.
+// Not in parallel: it measures the heap, which other tests' allocations would grow.
 func TestTrimmedEndpointSlicesCostTheCacheLittle(t *testing.T) {
-	t.Parallel()
 	const n = 10_000
 	full1 := heapOf(n, func(i int) any { return endpointSlice(i, 1, false) })
 	full10 := heapOf(n, func(i int) any { return endpointSlice(i, 10, false) })
