@@ -325,7 +325,7 @@ func applyBuild(t *testing.T, c client.Client, objs []*unstructured.Unstructured
 
 // Every build is accepted by a real API server, Deployments included.
 func TestDeployBuildsAreAcceptedByTheAPIServer(t *testing.T) {
-	env := envtest.StartKeyed(t, installServer)
+	env := oneAtATime(t, installServer)
 	for _, dir := range []string{baseDir, besideDir, stockDir, forkDir} {
 		t.Run(dir, func(t *testing.T) { applyBuild(t, env.Client, kustomize(t, dir), false) })
 	}
@@ -398,7 +398,7 @@ func besideFile(t *testing.T) map[string]string {
 // policy and labels (a stand-in writes them as the stock controller does) stay as they are; once
 // settled a resync writes nothing; deleting the Profile revokes everything.
 func TestBesideKubeflowControllerConvergesAsItsServiceAccount(t *testing.T) {
-	env := envtest.StartKeyed(t, installServer)
+	env := oneAtATime(t, installServer)
 	admin := env.Client
 	objs := kustomize(t, besideDir)
 	applyBuild(t, admin, objs, true)
@@ -538,7 +538,7 @@ func programmed(gw *gatewayv1.Gateway) bool {
 // plugins' owner policy, delete the overlay. The namespace never fails open on the way, the stock
 // controller's policy stays, and a Profile deleted afterwards is not kept by the plugins.
 func TestUninstallInOrderNeverFailsOpen(t *testing.T) {
-	env := envtest.StartKeyed(t, installServer)
+	env := oneAtATime(t, installServer)
 	admin := env.Client
 	ctx := context.Background()
 	objs := kustomize(t, besideDir)

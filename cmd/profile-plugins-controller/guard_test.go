@@ -34,7 +34,7 @@ func clusterAdmin(t *testing.T, c client.Client, name string, subject rbacv1.Sub
 // guard installed: the namespace is made, enrolled and labelled, and anyone else's change of those
 // labels is refused.
 func TestTheControllerConvergesWithTheGuardInstalled(t *testing.T) {
-	env := envtest.StartKeyed(t, guardServer)
+	env := oneAtATime(t, guardServer)
 	root := env.Client
 	ctx := context.Background()
 	clusterAdmin(t, root, "profile-plugins", rbacv1.Subject{Kind: "ServiceAccount", Name: "profile-plugins", Namespace: "kubeflow"})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"sync"
 	"testing"
 
@@ -28,12 +29,25 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/ownership"
 )
 
-func TestMain(m *testing.M) { envtest.Main(m) }
+// TestMain runs four tests at a time unless -parallel says otherwise: they mostly wait for the
+// API server and the controller's watches, and go test's default (GOMAXPROCS) leaves two cores
+// idle while two tests wait.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", "4"); err != nil {
+			panic(err)
+		}
+	}
+	envtest.Main(m)
+}
 
 // Keys of the package's API servers (envtest.StartKeyed) for tests that change what the whole
 // cluster sees, which the tests on the shared server (envtest.Start) must not meet. The tests of
-// one key run one after another (not in parallel), since each changes the same cluster-wide
-// objects, and their managers reconcile only their own Profiles (only).
+// one key run one after another (oneAtATime), since each changes the same cluster-wide objects,
+// and their managers reconcile only their own Profiles (only).
 const (
 	// installServer has namespace kubeflow (other tests check that the controller never makes
 	// it) and an install's RBAC: deploy/rbac/role.yaml, or an overlay's build, which binds the
@@ -42,6 +56,20 @@ const (
 	// guardServer has the guard installed, by each test in turn (installGuard).
 	guardServer = "guard"
 )
+
+// keyLocks keep the tests of one key one at a time.
+var keyLocks = map[string]*sync.Mutex{installServer: {}, guardServer: {}}
+
+// oneAtATime returns the API server of key once no other test of key runs, and holds it until
+// the test and its cleanups (its manager stopped, its guard removed) are done; the test runs in
+// parallel with the tests on other servers.
+func oneAtATime(t *testing.T, key string) *envtest.Env {
+	t.Helper()
+	t.Parallel()
+	keyLocks[key].Lock()
+	t.Cleanup(keyLocks[key].Unlock)
+	return envtest.StartKeyed(t, key)
+}
 
 type harness struct {
 	t   *testing.T

@@ -242,6 +242,7 @@ func (h *harness) waitForNoPolicy(ns, user string) {
 // grants, so deleting it never opens the namespace). Before the guard let that DELETE through,
 // every removal answered the dashboard with the guard's refusal.
 func TestKfamAddsAndRemovesContributorsWithTheGuardInstalled(t *testing.T) {
+	oneAtATime(t, guardServer)
 	for _, build := range []struct{ dir, controllerSA string }{
 		{besideDir, "profile-plugins"}, {forkDir, "profiles-controller-service-account"},
 	} {

@@ -86,7 +86,7 @@ func TestPlatformCheckReports(t *testing.T) {
 	// The install's server: the check runs as the user of deploy/rbac/role.yaml, in namespace
 	// kubeflow; and the platform below has the guard and the mesh root's default deny, which the
 	// tests on the shared server must not meet.
-	env := envtest.StartKeyed(t, installServer)
+	env := oneAtATime(t, installServer)
 	c := env.Client
 	ctx := context.Background()
 	cfg := config.Default()

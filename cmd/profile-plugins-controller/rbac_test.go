@@ -91,7 +91,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // and revokes everything on deletion. Any rule missing from the role shows up as a forbidden
 // request the controller cannot converge past.
 func TestRoleIsEnough(t *testing.T) {
-	env := envtest.StartKeyed(t, installServer)
+	env := oneAtATime(t, installServer)
 	admin := env.Client
 	applyRoles(t, admin)
 

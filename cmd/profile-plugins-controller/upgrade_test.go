@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
@@ -108,7 +107,7 @@ func pluginObjects(t *testing.T, c client.Client, ns string) map[string][]string
 // then the same back (the downgrade of step 4). The namespace never fails open on the way, and
 // the plugins leave no object of the other config behind.
 func TestUpgradeByApplyingTheNewOverlayNeverFailsOpen(t *testing.T) {
-	env := envtest.StartKeyed(t, installServer)
+	env := oneAtATime(t, installServer)
 	admin := env.Client
 	h := &harness{t: t, env: env}
 	const ns, owner = "upgrade-hana", "hana@example.com"
