@@ -162,6 +162,7 @@ BENCH_OUT     ?= BENCHMARKS.md
 BENCH_COST = bash -o pipefail -c 'BENCH_PROFILES=$$0 $(GO) test -run "^$$" -bench Cost -benchtime 1x -timeout $$1 ./internal/bench/ | tee $(BIN)/bench-cost-$$0.txt.part && mv $(BIN)/bench-cost-$$0.txt.part $(BIN)/bench-cost-$$0.txt'
 BENCH_SWITCH = bash -o pipefail -c 'BENCH_PROFILES=$$0 $(GO) test -run "^$$" -bench Switch -benchtime 1x -timeout $$1 ./internal/bench/ | tee $(BIN)/bench-switch-$$0.txt.part && mv $(BIN)/bench-switch-$$0.txt.part $(BIN)/bench-switch-$$0.txt'
 BENCH_CHART ?= docs/cost-memory.svg
+BENCH_RAW   ?= BENCHMARKS-raw.txt
 BENCH_API = bash -o pipefail -c 'BENCH_PROFILES=$$0 BENCH_RUNS=$(BENCH_RUNS) $(GO) test -run "^$$" -bench API -benchtime 1x -timeout $$1 ./internal/bench/ | tee $(BIN)/bench-api-$$0.txt.part && mv $(BIN)/bench-api-$$0.txt.part $(BIN)/bench-api-$$0.txt'
 
 bench: $(NEEDS_ENVTEST)
@@ -186,9 +187,10 @@ bench-scale: $(NEEDS_ENVTEST)
 	$(BENCH_API) $(BENCH_SCALE_N) 360m
 	@$(MAKE) --no-print-directory bench-report
 
-## bench-report: BENCH_OUT from the raw files in bin/ (the report orders the N values itself).
+## bench-report: BENCH_OUT from the raw files in bin/ (the report orders the N values itself), and
+## beside it BENCH_RAW, the lines of those files benchstat reads, which the report links.
 bench-report:
-	$(GO) run ./internal/benchreport -command "make bench bench-scale" -chart $(BENCH_CHART) $(wildcard $(BIN)/bench-gen.txt) \
+	$(GO) run ./internal/benchreport -command "make bench bench-scale" -chart $(BENCH_CHART) -raw $(BENCH_RAW) $(wildcard $(BIN)/bench-gen.txt) \
 	  $(wildcard $(BIN)/bench-waiting.txt) $(wildcard $(BIN)/bench-switch-*.txt) $(wildcard $(BIN)/bench-api-*.txt) $(wildcard $(BIN)/bench-cost-*.txt) > $(BENCH_OUT).tmp && mv $(BENCH_OUT).tmp $(BENCH_OUT)
 
 ## envtest: build kube-apiserver (k8s.io/kubernetes v1.37.2) and etcd (v3.6.16) from Go modules into

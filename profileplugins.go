@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeflow-ambient/profile-plugins/authz"
@@ -36,13 +37,6 @@ var (
 	// WithManager makes the Runner read through a manager's cache, and past it for what the cache
 	// options select; see [runner.WithManager].
 	WithManager = runner.WithManager
-	// CacheOptions are the manager cache options the given plugins ([New]'s for the same Config)
-	// need; see [runner.CacheOptions]. Given none, NewRunner refuses them with
-	// mesh.waypoint.ignoredServices, whose label keys the EndpointSlice cache must keep.
-	CacheOptions = runner.CacheOptions
-	// CacheByObject is CacheOptions' ByObject, for a manager that sets other cache options too;
-	// see [runner.CacheByObject].
-	CacheByObject = runner.CacheByObject
 	// WithWarnings returns a copy of a rest.Config whose API warnings also reach each Result; see
 	// [runner.WithWarnings].
 	WithWarnings func(cfg *rest.Config) *rest.Config = runner.WithWarnings
@@ -52,6 +46,32 @@ var (
 	// DefaultConfig is the configuration with every documented default; see [config.Default].
 	DefaultConfig = config.Default
 )
+
+// CacheOptions are the manager cache options the given plugins ([New]'s for the same Config)
+// need; see [runner.CacheOptions]. Given none, they are those of the plugins of [DefaultConfig],
+// and NewRunner refuses them with mesh.waypoint.ignoredServices, whose label keys the EndpointSlice
+// cache must keep.
+func CacheOptions(plugins ...plugin.Plugin) cache.Options {
+	return runner.CacheOptions(orDefault(plugins)...)
+}
+
+// CacheByObject is CacheOptions' ByObject, for a manager that sets other cache options too; see
+// [runner.CacheByObject]. Given no plugin, it is that of the plugins of [DefaultConfig].
+func CacheByObject(plugins ...plugin.Plugin) map[client.Object]cache.ByObject {
+	return runner.CacheByObject(orDefault(plugins)...)
+}
+
+// orDefault is plugins, or the plugins of DefaultConfig when there are none.
+func orDefault(plugins []plugin.Plugin) []plugin.Plugin {
+	if len(plugins) > 0 {
+		return plugins
+	}
+	ps, err := New(DefaultConfig())
+	if err != nil {
+		panic(fmt.Sprintf("profile-plugins: the default configuration: %v", err))
+	}
+	return ps
+}
 
 // LoadConfig reads and validates a PluginConfig file; see [config.Load]. An empty path means the
 // documented defaults, so a controller's flag for the file may default to "".

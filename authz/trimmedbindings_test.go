@@ -14,7 +14,6 @@ import (
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // bindingMetadata is a RoleBinding named name with annotations, as the metadata cache lists it.
@@ -25,7 +24,7 @@ func bindingMetadata(name string, annotations map[string]string) *metav1.Partial
 }
 
 // The cache keeps of a contributor's binding only bounded annotations
-// (runner.TrimRoleBindingMetadata, authz.KeptContributorAnnotations), and the plugin decides on
+// (authz.TrimRoleBindingMetadata, authz.KeptContributorAnnotations), and the plugin decides on
 // what it keeps as on the whole binding: the same policies, byte for byte the same errors, and
 // the same bindings ignored, whose warnings then quote the user cut.
 func TestTheTrimmedCacheGivesThePluginTheSameContributors(t *testing.T) {
@@ -59,7 +58,7 @@ func TestTheTrimmedCacheGivesThePluginTheSameContributors(t *testing.T) {
 		{"the owner's binding", bindingMetadata("namespaceAdmin", map[string]string{"user": long, "role": "admin"}), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := runner.TrimRoleBindingMetadata(tc.binding.DeepCopy())
+			out, err := authz.TrimRoleBindingMetadata(tc.binding.DeepCopy())
 			require.NoError(t, err)
 			trimmed := out.(*metav1.PartialObjectMetadata)
 			for k, v := range trimmed.Annotations {

@@ -255,7 +255,7 @@ func (b builder) managedObjects() policySpec {
 		Message:           "this object is managed by profile-plugins: only its controller changes or deletes it" + ask,
 		MessageExpression: what + " + ' is managed by profile-plugins: only its controller changes or deletes it, and it restores any other change" + ask + "'"})
 	s.add(Check{ID: "labels", Asset: AssetPluginObjects,
-		Source:            "runner/ours.go: the managed-by and plugin labels mark the plugins' objects",
+		Source:            "runner/observe.go (disown): the managed-by and plugin labels mark the plugins' objects",
 		Expression:        "!variables.managed || " + ours("oldObject") + " || !" + ours("object"),
 		Message:           "the labels " + plugin.ManagedByLabel + " and " + plugin.PluginLabel + " are for the objects profile-plugins makes" + ask,
 		MessageExpression: what + " + ': the labels " + plugin.ManagedByLabel + " and " + plugin.PluginLabel + " are for the objects profile-plugins makes; remove them" + ask + "'"})

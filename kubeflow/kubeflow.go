@@ -38,7 +38,7 @@ type Integration struct {
 	// records events or metrics.
 	OnResult func(profile client.Object, res *runner.Result)
 	// AfterApply, if set, receives the Result of every Apply before Apply maps it, whatever the
-	// plugins reported, errors included: the place to write Result.Condition() to the Profile's
+	// plugins reported, errors included: the place to write [Condition] of it to the Profile's
 	// status, so the condition is written whether the outcome is done, waiting, terminal or
 	// retried. An error it returns (a status write the API server refused) is what Apply returns,
 	// wrapped, for controller-runtime's backoff.

@@ -10,9 +10,13 @@
 // is in the Target, and the same Target gives the same Desired. Kinds names every type the plugin
 // may emit in any configuration, so that what an earlier configuration made can still be found
 // and pruned. A plugin says more by implementing optional interfaces: [PodObserver] and
-// [PodDemand] when its decisions depend on the running pods, [DataPlane] when its labels put pods
-// into a data plane, [PodProtector] when some of its objects protect running pods whatever the
-// labels say.
+// [PodDemand] when its decisions depend on the running pods, [EndpointObserver] when they depend on
+// whether the namespace serves anything, [DataPlane] when its labels put pods into a data plane,
+// [PodProtector] when some of its objects protect running pods whatever the labels say,
+// [AdmissionGuard] when its labels decide what the API server admits, and [CacheDeclarer] when a
+// controller's cache should hold only part of a kind it emits or reads (only the plugins' own
+// ConfigMaps, trimmed: [OwnedConfigMaps]). The runner knows no plugin: each of these is all it
+// learns of one.
 //
 // # What the runner promises
 //

@@ -133,9 +133,10 @@ type Observed struct {
 type EndpointObserver interface {
 	NeedsEndpointSlices() bool
 	// EndpointSliceLabels are the label keys of an EndpointSlice the plugin reads. A cache that
-	// trims EndpointSlices (runner.CacheByObject given the plugin) keeps these and
-	// discoveryv1.LabelManagedBy ([Serving] reads it), and drops every other label: the EndpointSlice
-	// controller copies a Service's labels onto its slices, and whoever writes the Service chooses them.
+	// trims EndpointSlices (runner.CacheByObject given the plugin) keeps these,
+	// discoveryv1.LabelServiceName and discoveryv1.LabelManagedBy ([Serving] reads it), and drops
+	// every other label: the EndpointSlice controller copies a Service's labels onto its slices,
+	// and whoever writes the Service chooses them.
 	EndpointSliceLabels() []string
 }
 

@@ -61,18 +61,3 @@ func (r *Runner) admission(ctx context.Context, profile *profilev1.Profile) erro
 	}
 	return r.Namespaces.Check(profile, ns)
 }
-
-// checkProfile is profilev1.Validate as an input error, or nil. Apply asks it when the Profile's
-// namespace does not exist: no controller should make one for a Profile without an owner (the
-// namespace's owner annotation would be empty, and the admission guard manages only namespaces
-// whose annotation is not, guard/guard.go managed), so the Profile waits for an edit, not for
-// its namespace. An existing namespace answers through its own annotation instead
-// (ownership.Policy.Check), and an owner edited away from an enrolled namespace is the authz
-// plugin's input error: the namespace stays protected, the owner's rule goes.
-func checkProfile(profile *profilev1.Profile) error {
-	errs := profilev1.Validate(profile)
-	if len(errs) == 0 {
-		return nil
-	}
-	return inputError{fmt.Errorf("profile %q: %w", profile.Name, errs.ToAggregate())}
-}

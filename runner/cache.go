@@ -3,127 +3,117 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
-	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/kubeflow-ambient/profile-plugins/authz"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
-// CacheByObject is what a manager's cache should hold of the kinds the plugins read, for
-// cache.Options.ByObject: ConfigMaps only when they carry the plugins' label ([ManagedSelector]),
-// so the controller does not cache every ConfigMap of every user namespace, and of those only
-// what [TrimConfigMap] keeps, so that the ConfigMaps a namespace editor labels so cost the
-// controller a few hundred bytes each, whatever they hold. The Runner must then have an APIReader
-// (a manager's GetAPIReader()): it reads a wanted name the cache does not show from the API
-// server, so another writer's ConfigMap is still a conflict, it reads a wanted ConfigMap in full
-// there on every Apply (only the waypoint's seccomp patch, with mesh.waypoint.seccompPatch on),
-// and it lists pods there, in one namespace and only when a decision needs them, so no Pod
-// informer starts. [WithManager] sets it, and tells the Runner which kinds the cache shows in
-// full and which trimmed.
+// CacheByObject is what a manager's cache should hold of the kinds the given plugins read, for
+// cache.Options.ByObject: what each plugin declares (plugin.CacheDeclarer; this module's access
+// plugin caches RoleBindings as trimmed metadata, its waypoint plugin only its own ConfigMaps,
+// trimmed), and EndpointSlices as [EndpointSliceTransform] keeps them, with the label keys the
+// plugins read (plugin.EndpointObserver's EndpointSliceLabels). Pass the plugins the Runner runs
+// (profileplugins.New's). Entries of several plugins for one kind are merged: a label or field
+// selector only when every one agrees (otherwise the cache holds every object, which serves
+// each), transforms one after the other. Given no plugin, it holds only the EndpointSlice entry,
+// which keeps the labels [TrimEndpointSlice] keeps, and [New] refuses a Runner whose plugins read
+// a label that the options' transform drops.
 //
-// AuthorizationPolicies and RoleBindings are not selected: the access plugin reads other writers'
-// (allow-all policies it warns about, kfam's contributor policies and bindings, which kfam marks
-// with annotations only). Every RoleBinding of the cluster is cached, but as metadata only (the
-// plugin lists them as authz.RoleBindingMetadataList, a controller watches them with
-// builder.OnlyMetadata) and of that only what [TrimRoleBindingMetadata] keeps, so that a Profile
-// owner, who may create RoleBindings, cannot fill the controller's memory with annotations and
-// managedFields. Gateways could be selected as well, but a ByObject entry makes the
-// manager fail to start where the Gateway API CRDs are not installed, and a namespace holds few.
-//
-// EndpointSlices are cached as [EndpointSliceTransform] keeps them, with the label keys the given
-// plugins read (plugin.EndpointObserver's EndpointSliceLabels; the waypoint plugin's include the
-// keys of mesh.waypoint.ignoredServices): pass the plugins the Runner runs (profileplugins.New's).
-// Given none, it keeps the labels [TrimEndpointSlice] keeps, and [New] refuses a Runner whose
-// plugins read a label that the options' transform drops.
+// A kind the cache selects or trims is read past it: the Runner must then have an APIReader (a
+// manager's GetAPIReader()), which reads a wanted name the cache does not show from the API server,
+// so another writer's object is still a conflict, and a wanted object the cache trims in full on
+// every Apply. It lists pods there too, in one namespace and only when a decision needs them, so
+// no Pod informer starts. [WithManager] sets it, and tells the Runner which kinds the cache shows
+// in full and which trimmed.
 //
 // A ByObject entry applies to every cached read of that type in the manager: a controller that
-// reads other ConfigMaps, or their data, through its cached client must read them with its
-// APIReader instead. controller-runtime keys ByObject by group, version and kind, so the
-// RoleBinding entry (keyed by a metav1.PartialObjectMetadata of that kind) is also the one of
-// typed and unstructured RoleBindings: its transform trims only the metadata-only objects and
-// passes typed ones unchanged, so a fork that reads and updates its own bindings through the
-// cache still sees them whole. Add no second RoleBinding entry (&rbacv1.RoleBinding{} is the
-// same key): only one of them would count.
+// reads other objects of a selected kind, or their trimmed content, through its cached client
+// must read them with its APIReader instead. controller-runtime keys ByObject by group, version
+// and kind, so a typed and a metadata-only prototype of one kind are the same key: declare a kind
+// in one form only.
 func CacheByObject(plugins ...plugin.Plugin) map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}:          {Label: ManagedSelector(), Transform: TrimConfigMap},
-		&discoveryv1.EndpointSlice{}: {Transform: EndpointSliceTransform(endpointSliceLabelKeys(plugins)...)},
-		roleBindingMetadata():        {Transform: TrimRoleBindingMetadata},
+	out := map[client.Object]cache.ByObject{}
+	keys := map[string]client.Object{}
+	add := func(obj client.Object, by cache.ByObject) {
+		k := fmt.Sprintf("%T/%s", obj, obj.GetObjectKind().GroupVersionKind())
+		first, seen := keys[k]
+		if !seen {
+			keys[k], out[obj] = obj, by
+			return
+		}
+		out[first] = mergeByObject(out[first], by)
 	}
-}
-
-// roleBindingGVK is the kind of the RoleBindings the access plugin reads as metadata.
-var roleBindingGVK = rbacv1.SchemeGroupVersion.WithKind("RoleBinding")
-
-// roleBindingMetadata is the ByObject key of the metadata-only RoleBinding informer.
-func roleBindingMetadata() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(roleBindingGVK)
-	return m
-}
-
-// TrimRoleBindingMetadata is the cache transform of [CacheByObject] for the metadata-only
-// RoleBindings (a metav1.PartialObjectMetadata of kind RoleBinding) the access plugin and the
-// controller's watch read: it keeps of each its name, namespace, UID, resourceVersion, creation
-// and deletion times, kfam's annotations as [authz.KeptContributorAnnotations] keeps them (a user
-// or role longer than any valid one is cut so that the plugin decides, and reports, as on the
-// whole binding), the labels [plugin.ManagedByLabel] and [plugin.PluginLabel] and its controller
-// owner reference (each string cut to 253 bytes), which is what the runner tells another writer's
-// claim by. managedFields, finalizers, every other label and annotation go, so that a Profile owner
-// (kubeflow-admin may create RoleBindings) cannot fill the controller's memory with them. Anything
-// else passes unchanged, typed RoleBindings too. Applied again to its result, it changes nothing.
-func TrimRoleBindingMetadata(obj any) (any, error) {
-	rb, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok || rb.GroupVersionKind().GroupKind() != roleBindingGVK.GroupKind() {
-		return obj, nil
-	}
-	md := &rb.ObjectMeta
-	return &metav1.PartialObjectMetadata{TypeMeta: rb.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: md.Name, Namespace: md.Namespace, UID: md.UID, ResourceVersion: md.ResourceVersion,
-		CreationTimestamp: md.CreationTimestamp, DeletionTimestamp: md.DeletionTimestamp,
-		Labels: managedLabels(md.Labels), Annotations: authz.KeptContributorAnnotations(md.Name, md.Annotations),
-		OwnerReferences: controllerRef(rb),
-	}}, nil
-}
-
-// managedLabels is the plugins' two labels of labels, or nil when it has neither.
-func managedLabels(labels map[string]string) map[string]string {
-	var kept map[string]string
-	for _, k := range []string{plugin.ManagedByLabel, plugin.PluginLabel} {
-		if v, ok := labels[k]; ok {
-			if kept == nil {
-				kept = make(map[string]string, 2)
-			}
-			kept[k] = v
+	add(&discoveryv1.EndpointSlice{}, cache.ByObject{Transform: EndpointSliceTransform(cachedEndpointSliceLabelKeys(plugins)...)})
+	for _, p := range plugins {
+		cd, ok := p.(plugin.CacheDeclarer)
+		if !ok {
+			continue
+		}
+		decl := cd.CacheByObject()
+		// In a stable order, so that the merged transforms run in one order whatever the map's.
+		objs := slices.SortedFunc(maps.Keys(decl), func(a, b client.Object) int {
+			return strings.Compare(fmt.Sprintf("%T/%s", a, a.GetObjectKind().GroupVersionKind()), fmt.Sprintf("%T/%s", b, b.GetObjectKind().GroupVersionKind()))
+		})
+		for _, obj := range objs {
+			add(obj, decl[obj])
 		}
 	}
-	return kept
+	return out
 }
 
-// controllerRef is obj's controller owner reference with each string cut to maxKept bytes, or nil.
-func controllerRef(obj metav1.Object) []metav1.OwnerReference {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	if ref == nil {
-		return nil
+// mergeByObject is one ByObject that serves what a and b, two plugins' entries for one kind, do:
+// a selector when both have the same one, none otherwise; a's transform, then b's.
+func mergeByObject(a, b cache.ByObject) cache.ByObject {
+	out := a
+	if !sameSelector(a.Label, b.Label) {
+		out.Label = nil
 	}
-	controller := true
-	return []metav1.OwnerReference{{APIVersion: cut(ref.APIVersion), Kind: cut(ref.Kind), Name: cut(ref.Name),
-		UID: types.UID(cut(string(ref.UID))), Controller: &controller}}
+	if !sameSelector(a.Field, b.Field) {
+		out.Field = nil
+	}
+	if len(a.Namespaces) > 0 || len(b.Namespaces) > 0 {
+		out.Namespaces = nil // per-namespace configs do not merge: cache every namespace
+	}
+	switch {
+	case a.Transform == nil:
+		out.Transform = b.Transform
+	case b.Transform != nil:
+		first, second := a.Transform, b.Transform
+		out.Transform = func(obj any) (any, error) {
+			mid, err := first(obj)
+			if err != nil {
+				return nil, err
+			}
+			return second(mid)
+		}
+	}
+	return out
+}
+
+// sameSelector says whether two label or field selectors select the same objects, as far as
+// their string forms tell; nil and an empty one both select everything.
+func sameSelector(a, b interface{ String() string }) bool {
+	str := func(s interface{ String() string }) string {
+		if s == nil || reflect.ValueOf(s).IsNil() {
+			return ""
+		}
+		return s.String()
+	}
+	return str(a) == str(b)
 }
 
 // TrimEndpointSlice is the cache transform of [CacheByObject] for EndpointSlices when given no
@@ -134,16 +124,15 @@ func TrimEndpointSlice(obj any) (any, error) {
 
 // keptEndpointSliceLabels are the labels of an EndpointSlice that EndpointSliceTransform keeps
 // whatever the plugins: the two the EndpointSlice controller writes itself, whose Service the slice
-// is and who wrote it (plugin.Serving reads that), and the Gateway's name, which istiod puts on a
-// waypoint's Service and the waypoint plugin tells its own slices by. So the waypoint plugin reads
-// no other label unless mesh.waypoint.ignoredServices selects on one.
-var keptEndpointSliceLabels = []string{discoveryv1.LabelServiceName, discoveryv1.LabelManagedBy, label.IoK8sNetworkingGatewayGatewayName.Name}
+// is and who wrote it (plugin.Serving reads that). Any other label is kept only when a plugin
+// reads it (EndpointObserver's EndpointSliceLabels).
+var keptEndpointSliceLabels = []string{discoveryv1.LabelServiceName, discoveryv1.LabelManagedBy}
 
 // EndpointSliceTransform is the cache transform of [CacheByObject] for EndpointSlices, which the
-// waypoint plugin reads with mesh.waypoint.provision onDemand (plugin.EndpointObserver): it keeps
+// runner lists for the plugins that decide on them (plugin.EndpointObserver): it keeps
 // of each its name, namespace, UID, resourceVersion, creation and deletion times, addressType; of
-// its labels only discoveryv1.LabelServiceName, discoveryv1.LabelManagedBy,
-// gateway.networking.k8s.io/gateway-name and those of keys (what the plugins read); and of its
+// its labels only discoveryv1.LabelServiceName, discoveryv1.LabelManagedBy and those of keys
+// (what the plugins read); and of its
 // endpoints one, emptied but for a targetRef of kind Pod in the slice's namespace, when
 // plugin.Serving says the slice serves. That is all the decision needs. Every other label goes:
 // the EndpointSlice controller copies a Service's labels onto its slices, a namespace member writes
@@ -193,9 +182,22 @@ func endpointSliceLabels(labels map[string]string, keys []string) map[string]str
 // endpointSliceLabelKeys is every label key of an EndpointSlice that the plugins which read
 // EndpointSlices read (plugin.EndpointObserver), sorted and without duplicates.
 func endpointSliceLabelKeys(plugins []plugin.Plugin) []string {
+	return labelKeys(plugins, true)
+}
+
+// cachedEndpointSliceLabelKeys is every label key of an EndpointSlice that an EndpointObserver
+// among plugins may read, whether it reads slices in its configuration or not: the cache keeps
+// them all, so that the options of a plugin set fit every configuration of it.
+func cachedEndpointSliceLabelKeys(plugins []plugin.Plugin) []string {
+	return labelKeys(plugins, false)
+}
+
+// labelKeys is the EndpointSliceLabels of the EndpointObservers among plugins (only of those
+// that read slices when reading), sorted and without duplicates.
+func labelKeys(plugins []plugin.Plugin, reading bool) []string {
 	var keys []string
 	for _, p := range plugins {
-		if eo, ok := p.(plugin.EndpointObserver); ok && eo.NeedsEndpointSlices() {
+		if eo, ok := p.(plugin.EndpointObserver); ok && (!reading || eo.NeedsEndpointSlices()) {
 			keys = append(keys, eo.EndpointSliceLabels()...)
 		}
 	}
@@ -203,40 +205,13 @@ func endpointSliceLabelKeys(plugins []plugin.Plugin) []string {
 	return slices.Compact(keys)
 }
 
-// maxKept bounds each string TrimConfigMap keeps of a controller reference. The API server sets no
-// bound on them, and a real Profile's are far shorter: a name of at most 253 characters and a
-// 36-character UID, so cutting longer ones never changes whose object is whose.
-const maxKept = 253
+// ManagedSelector selects the objects the plugins made; see plugin.ManagedSelector.
+func ManagedSelector() labels.Selector { return plugin.ManagedSelector() }
 
-// TrimConfigMap is the cache transform (a toolscache.TransformFunc) of [CacheByObject] for
-// ConfigMaps: it keeps of each only its name, namespace, UID, resourceVersion, creation and
-// deletion times, the labels [plugin.ManagedByLabel] and [plugin.PluginLabel], and its controller
-// owner reference (each string cut to 253 bytes); data, binaryData, every other label and
-// annotation, finalizers and managedFields go. That is what the runner needs of a ConfigMap it
-// does not want (to prune it when it is the plugins' own) and what a controller's Owns needs to
-// map it to its Profile; a wanted one it reads in full past the cache. Anything else passes
-// unchanged. Applied again to its result, it changes nothing.
-func TrimConfigMap(obj any) (any, error) {
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return obj, nil
-	}
-	md := &cm.ObjectMeta
-	kept := &corev1.ConfigMap{TypeMeta: cm.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: md.Name, Namespace: md.Namespace, UID: md.UID, ResourceVersion: md.ResourceVersion, Generation: md.Generation,
-		CreationTimestamp: md.CreationTimestamp, DeletionTimestamp: md.DeletionTimestamp,
-	}}
-	kept.Labels, kept.OwnerReferences = managedLabels(md.Labels), controllerRef(cm)
-	return kept, nil
-}
-
-// cut is s, cut to maxKept bytes.
-func cut(s string) string {
-	if len(s) > maxKept {
-		return s[:maxKept]
-	}
-	return s
-}
+// TrimConfigMap is plugin.TrimConfigMap, the cache transform of plugin.OwnedConfigMaps.
+//
+// Deprecated: use plugin.TrimConfigMap.
+func TrimConfigMap(obj any) (any, error) { return plugin.TrimConfigMap(obj) }
 
 // CacheOptions are the manager cache options the given plugins need, for ctrl.Options.Cache:
 // ByObject is [CacheByObject] of the same plugins. Pass the same value to [WithManager].

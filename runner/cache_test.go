@@ -1,19 +1,14 @@
 package runner_test
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,7 +19,6 @@ import (
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
-	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
@@ -103,112 +97,6 @@ func TestWithManagerReadsInFullWhatTheCacheTransforms(t *testing.T) {
 			assert.ElementsMatch(t, tc.want, r.Trimmed)
 		})
 	}
-}
-
-// TrimConfigMap keeps of a ConfigMap what the runner and an Owns watch decide on, and nothing a
-// namespace editor could grow: no data, no other label or annotation, one controller reference
-// with bounded strings.
-func TestTrimConfigMapKeepsOnlyWhatDecidesWhoseItIs(t *testing.T) {
-	t.Parallel()
-	now := metav1.Now()
-	long := strings.Repeat("x", 100_000)
-	in := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "waypoint-seccomp", Namespace: "alice", UID: "u-1", ResourceVersion: "42", DeletionTimestamp: &now,
-			Labels:      map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: "waypoint", "big": "y"},
-			Annotations: map[string]string{plugin.DesiredHashAnnotation: "abc", "padding": long},
-			Finalizers:  []string{"example.com/" + long},
-			OwnerReferences: []metav1.OwnerReference{
-				{APIVersion: "v1", Kind: "ConfigMap", Name: long, UID: "other"},
-				{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: "alice", UID: "1111-2222", Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)},
-			},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "editor", Operation: metav1.ManagedFieldsOperationApply}},
-		},
-		Data:       map[string]string{"deployment": long},
-		BinaryData: map[string][]byte{"blob": []byte(long)},
-		Immutable:  ptrTo(true),
-	}
-	out, err := runner.TrimConfigMap(in.DeepCopy())
-	require.NoError(t, err)
-	got := out.(*corev1.ConfigMap)
-	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "waypoint-seccomp", Namespace: "alice", UID: "u-1", ResourceVersion: "42", DeletionTimestamp: &now,
-		Labels: map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: "waypoint"},
-		OwnerReferences: []metav1.OwnerReference{
-			{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: "alice", UID: "1111-2222", Controller: ptrTo(true)},
-		}}}
-	assert.Equal(t, want, got)
-	again, err := runner.TrimConfigMap(got.DeepCopy())
-	require.NoError(t, err)
-	assert.Equal(t, got, again, "trimming a trimmed ConfigMap changes nothing")
-
-	forged := in.DeepCopy()
-	forged.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: long, Name: long, UID: types.UID(long), Controller: ptrTo(true)}}
-	out, err = runner.TrimConfigMap(forged)
-	require.NoError(t, err)
-	ref := out.(*corev1.ConfigMap).OwnerReferences[0]
-	assert.Len(t, ref.Kind+ref.Name+string(ref.UID), 3*253, "a controller reference's strings are cut")
-
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "b"}}}
-	out, err = runner.TrimConfigMap(pod)
-	require.NoError(t, err)
-	assert.Same(t, pod, out, "other kinds pass unchanged")
-}
-
-// TrimRoleBindingMetadata keeps of a metadata-only RoleBinding what the access plugin, the
-// controller's watch and the runner read, byte for byte, and nothing a Profile owner (who may
-// create RoleBindings) could grow: no other annotation or label, no managedFields or finalizers.
-func TestTrimRoleBindingMetadataKeepsOnlyWhatTheAccessPluginReads(t *testing.T) {
-	t.Parallel()
-	created, deleted := metav1.Unix(1764590400, 0), metav1.Unix(1764594000, 0)
-	long := strings.Repeat("x", 200<<10)
-	in := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-		Name: "user-carol-example-com-clusterrole-edit", Namespace: "alice", UID: "u-1", ResourceVersion: "42", Generation: 3,
-		CreationTimestamp: created, DeletionTimestamp: &deleted, GenerateName: long, Finalizers: []string{"example.com/" + long},
-		Labels:      map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: "authz", "padding": long[:63]},
-		Annotations: map[string]string{"user": "carol@example.com", "role": "edit", "padding": long},
-		OwnerReferences: []metav1.OwnerReference{
-			{APIVersion: "v1", Kind: "ConfigMap", Name: long, UID: "other"},
-			{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: "alice", UID: "1111-2222", Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)},
-		},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kfam", Operation: metav1.ManagedFieldsOperationUpdate,
-			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{"f:padding":"` + long + `"}}}`)}},
-	}}
-	in.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
-	out, err := runner.TrimRoleBindingMetadata(in.DeepCopy())
-	require.NoError(t, err)
-	data, err := json.Marshal(out)
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"kind":"RoleBinding","apiVersion":"rbac.authorization.k8s.io/v1","metadata":{
-		"name":"user-carol-example-com-clusterrole-edit","namespace":"alice","uid":"u-1","resourceVersion":"42",
-		"creationTimestamp":"2025-12-01T12:00:00Z","deletionTimestamp":"2025-12-01T13:00:00Z",
-		"labels":{"app.kubernetes.io/managed-by":"profile-plugins","profile-plugins.kubeflow-ambient.io/plugin":"authz"},
-		"annotations":{"role":"edit","user":"carol@example.com"},
-		"ownerReferences":[{"apiVersion":"kubeflow.org/v1","kind":"Profile","name":"alice","uid":"1111-2222","controller":true}]}}`, string(data))
-	again, err := runner.TrimRoleBindingMetadata(out)
-	require.NoError(t, err)
-	assert.Equal(t, out, again, "trimming a trimmed RoleBinding changes nothing")
-
-	bare := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "viewers", Namespace: "alice", UID: "u-2", ResourceVersion: "7",
-		Annotations: map[string]string{"padding": long}}}
-	bare.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
-	out, err = runner.TrimRoleBindingMetadata(bare)
-	require.NoError(t, err)
-	data, err = json.Marshal(out)
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"kind":"RoleBinding","apiVersion":"rbac.authorization.k8s.io/v1","metadata":{
-		"name":"viewers","namespace":"alice","uid":"u-2","resourceVersion":"7"}}`, string(data),
-		"a binding without kfam's annotations keeps none")
-
-	// A fork's controller may read and update its own bindings through the cache: typed ones, and
-	// metadata of another kind, pass unchanged.
-	typed := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "namespaceAdmin", Annotations: map[string]string{"padding": long}}}
-	out, err = runner.TrimRoleBindingMetadata(typed)
-	require.NoError(t, err)
-	assert.Same(t, typed, out)
-	other := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm", Annotations: map[string]string{"padding": long}}}
-	other.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	out, err = runner.TrimRoleBindingMetadata(other)
-	require.NoError(t, err)
-	assert.Same(t, other, out)
 }
 
 // Cache options whose EndpointSlice transform drops a label the plugins read would make the

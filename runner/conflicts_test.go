@@ -159,8 +159,9 @@ func TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint(t *testing.T) {
 // selector-less ALLOW policy whose rules ztunnel can enforce (here rules: [{}], "allow all") makes
 // the ztunnel policy restrict nothing, and one more ALLOW policy attached to the waypoint makes the
 // owner policy restrict nothing. The authz plugin now reports each such policy by name, as a
-// warning (the policy is not the plugin's to change); SECURITY.md says the guarantees hold only
-// while no one else may write AuthorizationPolicies in user namespaces.
+// warning (the policy is not the plugin's to change); docs/security/threat-model.md ("What it does
+// not protect against") says the guarantees hold only while no one else may write
+// AuthorizationPolicies in user namespaces.
 func TestForeignAllowAllPoliciesAreReported(t *testing.T) {
 	l4 := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "allow-all", Namespace: ns}}
 	l4.Spec.Rules = []*securityv1beta1.Rule{{}}

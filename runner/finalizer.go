@@ -67,26 +67,6 @@ func stillRunning(pods []corev1.Pod, now time.Time) []corev1.Pod {
 	return out
 }
 
-// finalized are the objects that carry plugin.ProtectionFinalizer when the runner writes them
-// for profile in ns: every object a data-plane label requires, in a namespace the Profile controls
-// (garbage collection takes it with the Profile). Nil elsewhere, and for a preview (ns nil).
-func finalized(plugins []plugin.Plugin, ns *corev1.Namespace, profile *profilev1.Profile) map[plugin.Ref]bool {
-	if ns == nil || profile == nil || !controlledBy(ns, profile) {
-		return nil
-	}
-	out := map[plugin.Ref]bool{}
-	for _, p := range plugins {
-		if dp, ok := p.(plugin.DataPlane); ok {
-			for _, refs := range dp.DataPlaneLabels() {
-				for _, ref := range refs {
-					out[ref] = true
-				}
-			}
-		}
-	}
-	return out
-}
-
 // dependants names, per object, the running pods that depend on it: those a data-plane label the
 // plugin owns on ns captures, for each object the label requires, and those a PodProtector names.
 // A data-plane label only another writer set is that writer's business, as for the holds (see

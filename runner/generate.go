@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -51,6 +52,33 @@ func (r *Runner) generate(ctx context.Context, res *Result, profile *profilev1.P
 			res.Plugins[i] = PluginResult{Plugin: res.Plugins[i].Plugin}
 		}
 	}
+}
+
+// finalized are the objects that carry plugin.ProtectionFinalizer when the runner writes them
+// for profile in ns: every object a data-plane label requires, in a namespace the Profile controls
+// (garbage collection takes it with the Profile). Nil elsewhere, and for a preview (ns nil).
+func finalized(plugins []plugin.Plugin, ns *corev1.Namespace, profile *profilev1.Profile) map[plugin.Ref]bool {
+	if ns == nil || profile == nil || !controlledBy(ns, profile) {
+		return nil
+	}
+	out := map[plugin.Ref]bool{}
+	for _, p := range plugins {
+		if dp, ok := p.(plugin.DataPlane); ok {
+			for _, refs := range dp.DataPlaneLabels() {
+				for _, ref := range refs {
+					out[ref] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// controlledBy reports whether profile is ns's controller, so that deleting the Profile deletes
+// the namespace, its pods and what protects them together.
+func controlledBy(ns *corev1.Namespace, profile *profilev1.Profile) bool {
+	c := metav1.GetControllerOf(ns)
+	return c != nil && profile.UID != "" && c.UID == profile.UID
 }
 
 // planned is one plugin's generated state, decorated and keyed for the runner's phases.

@@ -278,7 +278,7 @@ func warnSurviving(res *Result, ns string, guarded admissionHolds) {
 			kept = append(kept, key+"="+labels[key])
 		}
 		res.Plugins[i].Warnings = append(res.Plugins[i].Warnings, fmt.Sprintf("namespace %s outlives its Profile, and so do the RoleBindings "+
-			"there without the Profile's owner reference (kfam's contributor bindings among them): Revoke leaves %s in place "+
+			"there without the Profile's owner reference (contributors' bindings among them): Revoke leaves %s in place "+
 			"and manages them no more; delete the namespace, or take them off yourself once nobody can create pods there",
 			ns, strings.Join(kept, ", ")))
 	}

@@ -79,8 +79,8 @@ func TestImpersonatedFieldManagerCannotAddParametersRefToTheRoutedWaypoint(t *te
 // runner sees its own policy as a superset of what it wants and writes nothing, reports nothing,
 // and keeps istio.io/dataplane-mode and istio.io/use-waypoint. (The README puts other writers of
 // AuthorizationPolicies out of scope, but promises that the library repairs its own fields on the
-// next reconcile; SECURITY.md guarantee 10 promises that what switches a protective object off is
-// restored and reported.)
+// next reconcile; guarantee 10 (docs/security/guarantees.md) promises that what switches a
+// protective object off is restored and reported.)
 func TestImpersonatedFieldManagerCannotNarrowTheZtunnelPolicyOfAnEnrolledNamespace(t *testing.T) {
 	t.Parallel()
 	m := newMesh(t)

@@ -37,6 +37,59 @@ func matches(cur client.Object, body map[string]any) bool {
 	return held
 }
 
+// facts are what the object phase knows of an observed object before it writes body over it,
+// each computed once: whether it is unchanged, the warnings and the drift decision read them.
+type facts struct {
+	// foreign: the managers that hold content the body does not set (ssa.ForeignFields).
+	foreign map[string][]string
+	// others: foreign without the plugin's own manager.
+	others map[string][]string
+	// held: cur holds every field of the body with the same value (matches).
+	held bool
+	// The rest is known only of a changed object (changed): nothing reads it of an unchanged one.
+	// earlier: cur was written from another body of the plugin's (earlierBody).
+	earlier bool
+	// ownHash: the observed desired-hash annotation is body's, or names no earlier body of the
+	// plugin's (a forged one): a change under the plugin's own manager is then someone else's.
+	ownHash bool
+	// missing: meaning metadata the body sets and cur lacks (ssa.MissingMeaning).
+	missing []string
+	// applyExtras: content an Apply under the plugin's own manager holds that the body does not
+	// set (ssa.ApplyExtras); extras: the same of any of its entries (ssa.Extras).
+	applyExtras, extras []string
+	// differs: cur differs from the body without missing (as far as ssa.Holds could tell), first
+	// at the path differsAt.
+	differs   bool
+	differsAt string
+}
+
+// factsOf computes the facts of cur against body, the plugin's apply body, that tell whether it
+// is unchanged.
+func factsOf(cur client.Object, pluginName string, body map[string]any) facts {
+	manager := plugin.FieldManager(pluginName)
+	held, _, _ := ssa.Holds(cur, body)
+	foreign := ssa.ForeignFields(cur, manager, body)
+	return facts{foreign: foreign, others: withoutManager(foreign, manager), held: held}
+}
+
+// changed adds to f the facts the warnings and the drift decision read of an object that is
+// written.
+func (f facts) changed(cur client.Object, pluginName string, body map[string]any) facts {
+	manager := plugin.FieldManager(pluginName)
+	want := (&unstructured.Unstructured{Object: body}).GetAnnotations()[plugin.DesiredHashAnnotation]
+	have := cur.GetAnnotations()[plugin.DesiredHashAnnotation]
+	f.earlier = earlierBody(cur, pluginName, body)
+	// Written from another body, or never by the plugin (no hash): unless the hash is forged.
+	f.ownHash = want != "" && (have == want || (have != "" && !f.earlier))
+	f.missing = ssa.MissingMeaning(cur, body)
+	f.applyExtras = ssa.ApplyExtras(cur, manager, body)
+	f.extras = ssa.Extras(cur, manager, body)
+	if held, at, err := ssa.Holds(cur, ssa.WithoutMeaning(body, f.missing)); err == nil && !held {
+		f.differs, f.differsAt = true, strings.TrimPrefix(at, ".")
+	}
+	return f
+}
+
 // ownManagerWarnings are the warnings for changes that name no other field manager: meaning
 // metadata the body sets and someone removed (a removal leaves no manager behind), and content an
 // Apply under the plugin's own manager added or changed: the extras, and, when no other writer is
@@ -44,24 +97,18 @@ func matches(cur client.Object, body map[string]any) bool {
 // the observed object was written from another body than the one about to be sent (the
 // desired-hash annotation differs): the plugin itself may then have set or left out those fields,
 // and the apply changes them silently, as any change of the plugin's wish.
-func ownManagerWarnings(ref plugin.Ref, cur client.Object, pluginName string, body map[string]any, foreign map[string][]string) []string {
-	want := (&unstructured.Unstructured{Object: body}).GetAnnotations()[plugin.DesiredHashAnnotation]
-	have := cur.GetAnnotations()[plugin.DesiredHashAnnotation]
-	// Written from another body, or never by the plugin (no hash): unless the hash is forged.
-	if want == "" || (have != want && (have == "" || earlierBody(cur, pluginName, body))) {
+func ownManagerWarnings(ref plugin.Ref, pluginName string, f facts) []string {
+	if !f.ownHash {
 		return nil
 	}
 	var out []string
-	missing := ssa.MissingMeaning(cur, body)
-	if len(missing) > 0 {
+	if len(f.missing) > 0 {
 		out = append(out, fmt.Sprintf("%s lost %s to another writer (the API server records no field manager for a removal); restoring the desired spec",
-			ref, strings.Join(missing, ", ")))
+			ref, strings.Join(f.missing, ", ")))
 	}
-	paths := ssa.ApplyExtras(cur, plugin.FieldManager(pluginName), body)
-	if len(withoutManager(foreign, plugin.FieldManager(pluginName))) == 0 {
-		if held, at, err := ssa.Holds(cur, ssa.WithoutMeaning(body, missing)); err == nil && !held {
-			paths = append(paths, strings.TrimPrefix(at, "."))
-		}
+	paths := slices.Clone(f.applyExtras)
+	if len(f.others) == 0 && f.differs {
+		paths = append(paths, f.differsAt)
 	}
 	if len(paths) > 0 {
 		out = append(out, fmt.Sprintf("%s was changed by a writer using the plugin's own field manager %s (set %s); restoring the desired spec",
@@ -70,22 +117,22 @@ func ownManagerWarnings(ref plugin.Ref, cur client.Object, pluginName string, bo
 	return out
 }
 
-// restoresDrift reports whether writing body over cur undoes another writer's change, rather
-// than carrying a change of the plugin's own wish: another manager holds content fields, or,
-// while cur was written from the same body (its desired-hash annotation is body's, or missing,
-// which the plugin never leaves), a value differs from the body or the plugin's own manager holds
-// content the body does not set. When the desired-hash differs, the plugin's previous body may
-// itself have set those, and the write is an ordinary update (a config change, a new owner). The
-// plugin's own restoring Update left without its apply (the apply failed) holds only what the body
-// sets, with its values: no drift.
-func restoresDrift(cur client.Object, pluginName string, body map[string]any, foreign map[string][]string) bool {
-	if len(withoutManager(foreign, plugin.FieldManager(pluginName))) > 0 {
+// restoresDrift reports whether writing the body over the object undoes another writer's change,
+// rather than carrying a change of the plugin's own wish: another manager holds content fields,
+// or, while it was written from the same body (its desired-hash annotation is the body's, or
+// missing, which the plugin never leaves), a value differs from the body or the plugin's own
+// manager holds content the body does not set. When the desired-hash differs, the plugin's
+// previous body may itself have set those, and the write is an ordinary update (a config change,
+// a new owner). The plugin's own restoring Update left without its apply (the apply failed) holds
+// only what the body sets, with its values: no drift.
+func restoresDrift(f facts) bool {
+	if len(f.others) > 0 {
 		return true
 	}
-	if earlierBody(cur, pluginName, body) {
+	if f.earlier {
 		return false
 	}
-	return !matches(cur, body) || len(ssa.Extras(cur, plugin.FieldManager(pluginName), body)) > 0
+	return !f.held || len(f.extras) > 0
 }
 
 // earlierBody reports whether cur was written from another body of the plugin's than the one about
@@ -109,9 +156,9 @@ func earlierBody(cur client.Object, pluginName string, body map[string]any) bool
 	u := &unstructured.Unstructured{Object: applied}
 	ann := u.GetAnnotations()
 	delete(ann, plugin.DesiredHashAnnotation)
-	if len(ann) == 0 {
-		delete(applied["metadata"].(map[string]any), "annotations")
-	} else {
+	if md, ok := applied["metadata"].(map[string]any); ok && len(ann) == 0 {
+		delete(md, "annotations")
+	} else if len(ann) > 0 {
 		u.SetAnnotations(ann)
 	}
 	h, err := ssa.DesiredHash(applied)

@@ -55,7 +55,8 @@ func (r *Runner) writeObjects(ctx context.Context, ap *applyPlan, rewrite bool) 
 			if c, ok := ap.claims[ao.ref]; ok {
 				claimed = &c
 			}
-			ao.broken = r.writeObject(ctx, p, ao, decideObject(p, ao, ap.obs, rewrite, adopt[ao.ref], sofar, claimed))
+			step := decideObject(p, ao, ap.obs, rewrite, adopt[ao.ref], sofar, claimed)
+			ao.broken = r.writeObject(ctx, p, ao, step)
 			sofar.why[ao.ref] = ao.broken
 		}
 	}
@@ -122,15 +123,17 @@ func decideWrite(p *planned, ao *applyObject, cur client.Object, adoptable bool,
 		adopted = true
 		s.warnings = append(s.warnings, fmt.Sprintf("adopted %s, which another writer made", ao.ref))
 	}
-	s.foreign = ssa.ForeignFields(cur, plugin.FieldManager(name), body)
-	if len(s.foreign) == 0 && matches(cur, body) {
+	f := factsOf(cur, name, body)
+	s.foreign = f.foreign
+	if len(f.foreign) == 0 && f.held {
 		return objectStep{cur: cur, warnings: s.warnings, unchanged: true}
 	}
-	if others := withoutManager(s.foreign, plugin.FieldManager(name)); len(others) > 0 && !adopted {
-		s.warnings = append(s.warnings, fmt.Sprintf("%s was changed by another writer (%s); restoring the desired spec", ao.ref, describeForeign(others)))
+	if len(f.others) > 0 && !adopted {
+		s.warnings = append(s.warnings, fmt.Sprintf("%s was changed by another writer (%s); restoring the desired spec", ao.ref, describeForeign(f.others)))
 	}
-	s.warnings = append(s.warnings, ownManagerWarnings(ao.ref, cur, name, body, s.foreign)...)
-	s.restored = restoresDrift(cur, name, body, s.foreign)
+	f = f.changed(cur, name, body)
+	s.warnings = append(s.warnings, ownManagerWarnings(ao.ref, name, f)...)
+	s.restored = restoresDrift(f)
 	s.rewritten = slices.Contains(p.desired.ReadyFromStatus, ao.ref)
 	return s
 }
@@ -153,8 +156,8 @@ func (r *Runner) writeObject(ctx context.Context, p *planned, ao *applyObject, s
 	name := p.plugin.Name()
 	ao.restored, ao.rewritten = s.restored, s.rewritten
 	// An object another writer may also create or delete under its name (Desired.Adopt) is not
-	// brought back when it went since it was read: kfam's DELETE and next POST of a contributor
-	// policy must both succeed. The plugin's own objects are: they protect.
+	// brought back when it went since it was read: that writer's DELETE and its next create of the
+	// name must both succeed. The plugin's own objects are: they protect.
 	contested := s.cur != nil && slices.Contains(p.desired.Adopt, ao.ref)
 	restoreFailed := false
 	if len(s.foreign) > 0 {
@@ -200,8 +203,9 @@ func gone(p *planned, ao *applyObject) string {
 
 // sameObject is body for an update of cur: with cur's UID, so that the API server refuses the apply
 // (Conflict) when cur was deleted or replaced since it was read, instead of creating the object
-// anew as server-side apply does for a missing one. An apply racing kfam's DELETE of a contributor
-// policy would otherwise bring it back, and kfam's next POST for that contributor would fail.
+// anew as server-side apply does for a missing one. An apply racing another writer's DELETE of a
+// contested object (Desired.Adopt) would otherwise bring it back, and that writer's next create of
+// the name would fail.
 // The UID is no field a manager owns: it changes nothing of the object's managedFields.
 func sameObject(body map[string]any, cur client.Object) map[string]any {
 	if cur == nil || cur.GetUID() == "" {

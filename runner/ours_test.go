@@ -1,6 +1,6 @@
 package runner_test
 
-// Whose object is whose (ours.go): the managed labels only claim an object; with the Profile as its
+// Whose object is whose (observe.go, disown): the managed labels only claim an object; with the Profile as its
 // controller it is the plugins' own. Anything else with those labels is another writer's: reported,
 // never pruned, restored or adopted, and under a wanted name a ConflictError that fails closed
 // without stopping the rest.

@@ -20,7 +20,7 @@ type pruneDecision struct {
 }
 
 // stale lists the plugin's observed objects that it no longer wants. A kind listed as metadata
-// only is read, never written (authz reads kfam's RoleBindings so): whoever labelled such an object
+// only is read, never written (the access plugin reads RoleBindings so): whoever labelled such an object
 // as the plugin's cannot make the runner delete it.
 func stale(p *planned, obs plugin.Observed) []client.Object {
 	want := map[plugin.Ref]bool{}
@@ -85,4 +85,24 @@ func (r *Runner) prune(ctx context.Context, p *planned, d pruneDecision) {
 		}
 		p.res.Deleted = append(p.res.Deleted, ref)
 	}
+}
+
+// pruneAtRisk says whether the prune phase may delete an object a PodProtector could name: a
+// plugin that did not fail no longer wants an object of its own.
+func pruneAtRisk(plugins []plugin.Plugin, plans []*planned, obs plugin.Observed) bool {
+	protector := false
+	for _, p := range plugins {
+		if _, ok := p.(plugin.PodProtector); ok {
+			protector = true
+		}
+	}
+	if !protector {
+		return false
+	}
+	for _, p := range plans {
+		if !p.failed && len(stale(p, obs)) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -12,7 +12,8 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
-// ConditionType is the type of the Profile status condition [Result.Condition] returns.
+// ConditionType is the type of the Profile status condition [Result.Condition] returns, the same
+// as the Kubeflow adapter's kubeflow.ConditionType; it stays for callers of earlier releases.
 const ConditionType = "ProfilePluginsReady"
 
 var (
@@ -155,9 +156,10 @@ func (r *Result) RequeueAfter() time.Duration {
 	return after
 }
 
-// Condition summarises the call as a Profile status condition: True when every plugin reached its
-// desired state, False with the errors and waiting reasons otherwise.
-func (r *Result) Condition() profilev1.ProfileCondition {
+// Summary says whether every plugin reached its desired state, and what a status message says
+// of the call: "all plugins applied" and the notes when it did, the errors, waiting reasons and
+// notes, cut to a size a condition message may have, when it did not.
+func (r *Result) Summary() (ready bool, message string) {
 	var msgs []string
 	for _, err := range r.errors() {
 		msgs = append(msgs, err.Error())
@@ -165,9 +167,22 @@ func (r *Result) Condition() profilev1.ProfileCondition {
 	msgs = append(msgs, r.Waiting()...)
 	notes := r.Notes()
 	if len(msgs) == 0 {
-		return profilev1.ProfileCondition{Type: ConditionType, Status: "True", Message: strings.Join(append([]string{"all plugins applied"}, notes...), "; ")}
+		return true, strings.Join(append([]string{"all plugins applied"}, notes...), "; ")
 	}
-	return profilev1.ProfileCondition{Type: ConditionType, Status: "False", Message: capMessage(strings.Join(append(msgs, notes...), "; "))}
+	return false, capMessage(strings.Join(append(msgs, notes...), "; "))
+}
+
+// Condition summarises the call as a Profile status condition of type [ConditionType]: True when
+// every plugin reached its desired state, False with the errors and waiting reasons otherwise
+// (see Summary). The Kubeflow adapter's kubeflow.Condition is the same; this one stays for
+// callers of earlier releases.
+func (r *Result) Condition() profilev1.ProfileCondition {
+	ready, msg := r.Summary()
+	status := "False"
+	if ready {
+		status = "True"
+	}
+	return profilev1.ProfileCondition{Type: ConditionType, Status: status, Message: msg}
 }
 
 func (r *Result) errors() []error {

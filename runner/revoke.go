@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
@@ -17,7 +16,7 @@ import (
 // only once no pod would be left outside every data plane (a pod being deleted counts until its
 // grace period is over). Admission labels (plugin.AdmissionGuard: Pod Security) are never taken
 // off. Where the namespace survives its Profile (an admin made it), the RoleBindings that grant
-// access there without the Profile's owner reference survive too (kfam's contributor bindings,
+// access there without the Profile's owner reference survive too (contributors' bindings,
 // those the owner made), and so do the people they name: without the labels the API server would
 // admit their privileged pods. Revoke leaves the labels in place, manages them no more, and says
 // so in a warning; it waits on no pod for them, so the tenant's pods cannot hold the Profile back.
@@ -35,7 +34,9 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 	if !r.admitRevoke(ctx, profile, res) {
 		return res
 	}
-	ns, obs, _, err := r.observe(ctx, profile.Name)
+	// What only claims to be the plugins' is never taken down (observe, disown).
+	cl := claims{}
+	ns, obs, _, err := r.observe(ctx, profile, cl)
 	if errors.Is(err, ErrNamespaceNotFound) {
 		return res
 	}
@@ -47,9 +48,6 @@ func (r *Runner) Revoke(ctx context.Context, profile *profilev1.Profile) *Result
 		res.Errors = append(res.Errors, err)
 		return res
 	}
-	// What only claims to be the plugins' is never taken down (ours.go).
-	cl := claims{}
-	obs.Objects = disown(profile, obs.Objects, cl)
 	r.warnClaims(res, profile, cl)
 	running := obs
 	running.Pods = stillRunning(obs.Pods, time.Now())
@@ -100,11 +98,4 @@ func (r *Runner) planRevoke(res *Result, held holds, guarded admissionHolds, lea
 		}
 	}
 	return plans, want
-}
-
-// controlledBy reports whether profile is ns's controller, so that deleting the Profile deletes
-// the namespace, its pods and what protects them together.
-func controlledBy(ns *corev1.Namespace, profile *profilev1.Profile) bool {
-	c := metav1.GetControllerOf(ns)
-	return c != nil && profile.UID != "" && c.UID == profile.UID
 }

@@ -17,8 +17,8 @@ import (
 )
 
 // DefaultWaitRequeue is how soon a waiting namespace is reconciled again when Runner.WaitRequeue
-// is zero. Controllers should also watch the objects waited for; this is the fallback, which
-// kubeflow.Integration.MaxWaitRequeue spaces out while the wait is one such a watch ends.
+// is zero. Controllers should also watch the objects waited for; this is the fallback, which a
+// controller may space out while the wait is one such a watch ends.
 const DefaultWaitRequeue = 15 * time.Second
 
 // ErrNamespaceNotFound is returned when the Profile's namespace does not exist yet. The runner
@@ -34,14 +34,15 @@ type Runner struct {
 	// Reader observes; a manager's cached client keeps steady-state reconciles free of API reads.
 	// Nil means Client. What it must show of the namespace:
 	//   - the Namespace itself, and every object of each plugin's Kinds that a plugin reads from
-	//     other writers: AuthorizationPolicies (the access plugin warns about other writers'
-	//     allow-all policies and adopts kfam's contributor policies) and RoleBindings, as
-	//     metadata (kfam marks its bindings with annotations only, which no selector selects);
-	//   - of the other Kinds (ConfigMap, Gateway), every object without an APIReader. With an
-	//     APIReader it may show only the plugins' own ([ManagedSelector], a cache.ByObject label
-	//     selector): a wanted object it does not show is read from APIReader before anything is
-	//     written, so another writer's object with a wanted name is still a ConflictError; a kind
-	//     listed in FullyCached is not read so;
+	//     other writers (this module's access plugin: AuthorizationPolicies, whose allow-all
+	//     policies it warns about and contributor policies it adopts, and RoleBindings, as
+	//     metadata, marked with annotations only, which no selector selects);
+	//   - of the other Kinds (this module's: ConfigMap, Gateway), every object without an
+	//     APIReader. With an APIReader it may show only the plugins' own (a cache.ByObject label
+	//     selector of plugin.ManagedSelector, as a plugin.CacheDeclarer declares it): a wanted
+	//     object it does not show is read from APIReader before anything is written, so another
+	//     writer's object with a wanted name is still a ConflictError; a kind listed in
+	//     FullyCached is not read so;
 	//   - Pods, on every call, without an APIReader; with one, pods are never read through it.
 	Reader client.Reader
 	// APIReader reads past the Reader's cache (a manager's GetAPIReader()). With it the runner
@@ -130,7 +131,8 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 	if !r.admitApply(ctx, profile, res) {
 		return res
 	}
-	ns, obs, notServed, err := r.observe(ctx, profile.Name)
+	cl := claims{}
+	ns, obs, notServed, err := r.observe(ctx, profile, cl)
 	if errors.Is(err, ErrNamespaceNotFound) {
 		// No namespace is made for a Profile without an owner (see checkProfile): say why,
 		// rather than wait for one.
@@ -140,9 +142,6 @@ func (r *Runner) Apply(ctx context.Context, profile *profilev1.Profile) *Result 
 		res.Errors = append(res.Errors, err)
 		return res
 	}
-	// Labels only claim an object; the Profile as its controller proves it (ours.go).
-	cl := claims{}
-	obs.Objects = disown(profile, obs.Objects, cl)
 	plans, obs, held, err := r.generate(ctx, res, profile, ns, obs, notServed, cl)
 	r.warnClaims(res, profile, cl)
 	if err != nil {

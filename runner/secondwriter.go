@@ -10,10 +10,10 @@ import (
 )
 
 // warnSecondWriters warns about each namespace label a plugin wants that another field manager
-// also owns (the profiles controller's namespace-labels.yaml, the kubeflow-pss overlay, a
-// kubectl label): the plugin's value is applied, but the other writer may set it back, and when
-// the plugin lets go of the label the other writer's claim keeps it on the namespace. A writer the
-// plugin's own warnings already name (pss reports a stricter level it keeps) is not repeated.
+// also owns (a platform's own namespace labels or Pod Security overlay, a kubectl label): the
+// plugin's value is applied, but the other writer may set it back, and when the plugin lets go of
+// the label the other writer's claim keeps it on the namespace. A writer the plugin's own warnings
+// already name (pss reports a stricter level it keeps) is not repeated.
 func warnSecondWriters(plans []*planned, obs plugin.Observed) {
 	// LabelFieldManager is named here only for a label it owns for no plugin, which it releases.
 	ours := map[string]bool{plugin.LabelFieldManager: true}

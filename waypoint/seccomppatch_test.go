@@ -212,3 +212,17 @@ func TestOptInReferencesOnlyThePluginsConfigMap(t *testing.T) {
 		})
 	}
 }
+
+// The plugin reads no other writer's ConfigMap: a controller's cache holds only the plugins' own,
+// trimmed, and the runner reads the seccomp patch in full past it.
+func TestPluginCachesOnlyThePluginsConfigMaps(t *testing.T) {
+	decl := waypoint.New(config.Default()).CacheByObject()
+	require.Len(t, decl, 1)
+	for obj, by := range decl {
+		assert.IsType(t, &corev1.ConfigMap{}, obj)
+		assert.Equal(t, plugin.ManagedSelector().String(), by.Label.String())
+		out, err := by.Transform(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"k": "v"}})
+		require.NoError(t, err)
+		assert.Empty(t, out.(*corev1.ConfigMap).Data)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	psaapi "k8s.io/pod-security-admission/api"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -58,11 +59,12 @@ const seccompPatch = `spec:
 type Plugin struct{ cfg *config.Config }
 
 var (
-	_ plugin.Plugin       = (*Plugin)(nil)
-	_ plugin.PodObserver  = (*Plugin)(nil)
-	_ plugin.PodDemand    = (*Plugin)(nil)
-	_ plugin.DataPlane    = (*Plugin)(nil)
-	_ plugin.PodProtector = (*Plugin)(nil)
+	_ plugin.Plugin        = (*Plugin)(nil)
+	_ plugin.PodObserver   = (*Plugin)(nil)
+	_ plugin.PodDemand     = (*Plugin)(nil)
+	_ plugin.DataPlane     = (*Plugin)(nil)
+	_ plugin.PodProtector  = (*Plugin)(nil)
+	_ plugin.CacheDeclarer = (*Plugin)(nil)
 )
 
 // New returns the plugin for a validated configuration.
@@ -75,6 +77,14 @@ func (p *Plugin) Name() string { return PluginName }
 func (p *Plugin) Kinds() []client.ObjectList {
 	return []client.ObjectList{&gatewayv1.GatewayList{}, &corev1.ConfigMapList{}}
 }
+
+// CacheByObject implements plugin.CacheDeclarer: the plugin reads no other writer's ConfigMap,
+// so a controller's cache holds only the plugins' own, trimmed (plugin.OwnedConfigMaps), and not
+// every ConfigMap of every user namespace. The runner reads a wanted one in full past the cache
+// (the waypoint's seccomp patch, with mesh.waypoint.seccompPatch on). Gateways could be selected
+// as well, but a ByObject entry makes the manager fail to start where the Gateway API CRDs are not
+// installed, and a namespace holds few.
+func (p *Plugin) CacheByObject() map[client.Object]cache.ByObject { return plugin.OwnedConfigMaps() }
 
 // NeedsPods implements plugin.PodObserver: in ambient mode it looks for pods left with a sidecar.
 func (p *Plugin) NeedsPods() bool { return p.cfg.Mesh.Mode == config.ModeAmbient }

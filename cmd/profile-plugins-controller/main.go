@@ -167,8 +167,9 @@ func newReconciler(c client.Client, cfg *config.Config, opts ...runner.Option) (
 // cacheOptions keeps the manager's cache to what the plugins own or must see: ConfigMaps only when
 // the plugins made them, no Pods or Secrets at all (see plugins.CacheOptions). RoleBindings are
 // cached as metadata (setup's watch and the authz plugin's list share that informer), trimmed to
-// what both read (runner.TrimRoleBindingMetadata). EndpointSlices keep only the labels ps read
-// (runner.EndpointSliceTransform), so give it the plugins the reconciler runs.
+// what both read (authz.TrimRoleBindingMetadata, which the authz plugin declares). EndpointSlices
+// keep only the labels ps read (runner.EndpointSliceTransform), so give it the plugins the
+// reconciler runs.
 func cacheOptions(ps ...plugin.Plugin) cache.Options {
 	return plugins.CacheOptions(ps...)
 }

@@ -95,7 +95,7 @@ func (r *Reconciler) record(ctx context.Context, obj client.Object, res *runner.
 	}
 	r.Metrics.observe(profile.Name, res)
 	r.say(profile, res)
-	return r.writeCondition(ctx, profile, res.Condition())
+	return r.writeCondition(ctx, profile, kubeflow.Condition(res))
 }
 
 // ensureNamespace creates the Profile's namespace if it is missing, as the profiles controller

@@ -7,7 +7,9 @@
 //
 // It applies twice for one Profile and prints each Result (the second writes nothing), then what
 // the namespace holds. A plugin is three methods (package plugin): a name, the kinds it writes and
-// a pure Generate; the runner does the writing, the ownership checks and the pruning.
+// a pure Generate; the runner does the writing, the ownership checks and the pruning. A fourth,
+// optional, says what a controller's cache should hold of those kinds (plugin.CacheDeclarer):
+// runner.CacheOptions(plugins...) assembles it into a manager's cache options.
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -39,7 +42,10 @@ const (
 // Contact is the plugin. It has no state: everything it decides on is in the Target.
 type Contact struct{}
 
-var _ plugin.Plugin = Contact{}
+var (
+	_ plugin.Plugin        = Contact{}
+	_ plugin.CacheDeclarer = Contact{}
+)
 
 // Name implements plugin.Plugin.
 func (Contact) Name() string { return PluginName }
@@ -47,6 +53,12 @@ func (Contact) Name() string { return PluginName }
 // Kinds implements plugin.Plugin: the runner lists ConfigMaps to find this plugin's, and prunes
 // one it made and no longer wants.
 func (Contact) Kinds() []client.ObjectList { return []client.ObjectList{&corev1.ConfigMapList{}} }
+
+// CacheByObject implements plugin.CacheDeclarer: the plugin reads no ConfigMap but its own, so a
+// controller's cache (runner.CacheOptions) holds only the plugins' ConfigMaps, trimmed to what
+// tells whose each is, and not every ConfigMap of the cluster. The runner reads the one it wants in
+// full past the cache. A plugin run without a manager's cache needs no such method.
+func (Contact) CacheByObject() map[client.Object]cache.ByObject { return plugin.OwnedConfigMaps() }
 
 // Generate implements plugin.Plugin. The label requires the ConfigMap: the runner sets it only once
 // the ConfigMap is written and intact, and takes it off when the ConfigMap is gone or another

@@ -85,3 +85,20 @@ func TestContactWritesNothingIntoAnotherOwnersNamespace(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "alice"}, ns))
 	assert.Empty(t, ns.Labels)
 }
+
+// The plugin's cache declaration keeps a controller's cache to the plugins' own ConfigMaps,
+// trimmed: runner.CacheByObject assembles it.
+func TestContactCachesOnlyThePluginsConfigMaps(t *testing.T) {
+	var found bool
+	for obj, by := range runner.CacheByObject(Contact{}) {
+		if _, ok := obj.(*corev1.ConfigMap); !ok {
+			continue
+		}
+		found = true
+		assert.Equal(t, plugin.ManagedSelector().String(), by.Label.String())
+		out, err := by.Transform(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName}, Data: map[string]string{"owner": "x"}})
+		require.NoError(t, err)
+		assert.Empty(t, out.(*corev1.ConfigMap).Data, "trimmed")
+	}
+	assert.True(t, found, "a ConfigMap entry")
+}

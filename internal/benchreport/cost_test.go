@@ -34,7 +34,7 @@ func TestCostGoalsAndChartFollowTheNumbers(t *testing.T) {
 	good := map[string][5]float64{"always": {1280, 1280, 1280, 1280, 1280}, "onDemand": {0, 128, 256, 640, 1280}, "sidecar": {0, 128, 256, 640, 1280}}
 	chart := filepath.Join(t.TempDir(), "cost.svg")
 	var out bytes.Buffer
-	require.NoError(t, write(&out, "make bench", machine{}, []string{cost("1000", good, 300)}, chart))
+	require.NoError(t, write(&out, "make bench", machine{}, []string{cost("1000", good, 300)}, files{chart: chart}))
 	r := out.String()
 	assert.Contains(t, r, "| at 24% active, reserved waypoint memory with onDemand ≤ 0.3× always and ≤ sidecar mode's | met | N=1000: onDemand 0.25 GiB, always 1.25 GiB (0.20×), sidecar 0.25 GiB |")
 	assert.Contains(t, r, "| an idle namespace runs 0 waypoint pods and stays closed | met |")
@@ -49,7 +49,7 @@ func TestCostGoalsAndChartFollowTheNumbers(t *testing.T) {
 
 	bad := map[string][5]float64{"always": {1280, 1280, 1280, 1280, 1280}, "onDemand": {128, 256, 512, 640, 1280}, "sidecar": {0, 128, 256, 640, 1280}}
 	out.Reset()
-	require.NoError(t, write(&out, "make bench", machine{}, []string{cost("100", bad, 1500)}, ""))
+	require.NoError(t, write(&out, "make bench", machine{}, []string{cost("100", bad, 1500)}, files{}))
 	r = out.String()
 	assert.Contains(t, r, "| at 24% active, reserved waypoint memory with onDemand ≤ 0.3× always and ≤ sidecar mode's | **not met** | N=100: onDemand 0.50 GiB, always 1.25 GiB (0.40×)")
 	assert.Contains(t, r, "| an idle namespace runs 0 waypoint pods and stays closed | **not met** | N=100 at 0% active: 1 waypoints")

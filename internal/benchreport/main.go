@@ -1,10 +1,11 @@
 // Command benchreport turns raw `go test -bench` output into BENCHMARKS.md: the machine, the date,
 // the command, the generation costs, the API benchmark per N with each implementation side by
 // side (memory, requests per namespace and wall time by pass: medians over the rotated runs and
-// their spread), a Goals section computed from those numbers, and the raw output (benchstat
-// reads it as it is).
+// their spread), a Goals section computed from those numbers, and a link to the raw output, which
+// it writes to a file of its own beside the report (benchstat reads that file as it is): the
+// report is for readers, the raw file for benchstat and for checking a number.
 //
-//	go run ./internal/benchreport -command "make bench" gen.txt api-1000.txt [api-10000.txt] > BENCHMARKS.md
+//	go run ./internal/benchreport -command "make bench" -raw BENCHMARKS-raw.txt gen.txt api-1000.txt [api-10000.txt] > BENCHMARKS.md
 //
 // Raw files may be partial (a run that stopped early): every table says how many runs it has.
 package main
@@ -27,9 +28,10 @@ import (
 func main() {
 	command := flag.String("command", "make bench", "the command that reproduces the numbers")
 	chart := flag.String("chart", "", "where to write the cost chart (SVG), relative to BENCHMARKS.md; empty: none")
+	raw := flag.String("raw", "", "where to write the raw output (benchstat's lines), relative to BENCHMARKS.md; empty: none")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: benchreport [-command CMD] RAW...")
+		fmt.Fprintln(os.Stderr, "usage: benchreport [-command CMD] [-chart SVG] [-raw TXT] RAW...")
 		os.Exit(2)
 	}
 	var raws []string
@@ -46,10 +48,16 @@ func main() {
 		goVersion = strings.TrimSpace(string(out))
 	}
 	m := machine{date: time.Now().UTC().Format("2006-01-02"), cores: runtime.NumCPU(), goVersion: goVersion}
-	if err := write(os.Stdout, *command, m, raws, *chart); err != nil {
+	if err := write(os.Stdout, *command, m, raws, files{chart: *chart, raw: *raw}); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
+}
+
+// files are where the report writes what it links to; an empty path: not written, not linked.
+type files struct {
+	chart string // the cost chart (SVG)
+	raw   string // the raw output
 }
 
 type machine struct {
@@ -253,10 +261,10 @@ var impls = []string{"library", "baseline", "floor"}
 
 var passes = []string{"first", "steady", "change"}
 
-func write(w io.Writer, command string, m machine, raws []string, chart string) error {
+func write(w io.Writer, command string, m machine, raws []string, out files) error {
 	d := collect(raws)
-	fmt.Fprintf(w, "# Benchmarks\n\nMeasured on %s. Machine: %d cores (`nproc`), %s, %s.\n\n", m.date, m.cores, d.cpu, m.goVersion)
-	fmt.Fprintf(w, "Reproduce with `%s` (it takes long: the API benchmark creates N namespaces full of other\npeople's objects in a real API server and runs every implementation three times). Numbers are\nmedians over the runs in the raw output below; `a–b` is the spread (min–max).\n\n", command)
+	fmt.Fprintf(w, "# Benchmarks\n\n%s\n\nMeasured on %s. Machine: %d cores (`nproc`), %s, %s.\n\n", audience, m.date, m.cores, d.cpu, m.goVersion)
+	fmt.Fprintf(w, "Reproduce with `%s` (it takes long: the API benchmark creates N namespaces full of other\npeople's objects in a real API server and runs every implementation three times). Numbers are\nmedians over the runs in the raw output; `a–b` is the spread (min–max).\n\n", command)
 	writeGoals(w, d)
 	writeCostGoals(w, &d.cost)
 	writeGeneration(w, d)
@@ -265,19 +273,31 @@ func write(w io.Writer, command string, m machine, raws []string, chart string) 
 	for _, n := range d.ns {
 		writeAPI(w, d, n)
 	}
-	if err := writeCost(w, &d.cost, chart); err != nil {
+	if err := writeCost(w, &d.cost, out.chart); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n## Raw output\n\nThe lines benchstat reads, and what each process printed (informers, writes by resource), as `go test` printed them.\n\n```\n")
+	if out.raw == "" {
+		return nil
+	}
+	fmt.Fprintf(w, "\n## Raw output\n\n[%s](%s): the lines benchstat reads, and what each process printed (informers,\nwrites by resource), as `go test` printed them.\n", out.raw, out.raw)
+	return os.WriteFile(out.raw, []byte(rawLines(raws)), 0o644)
+}
+
+// audience is the report's first line: whom it is for.
+const audience = "For maintainers and admins sizing a controller: what the library costs against the profiles\ncontroller's own pattern, in memory, API requests and time, and what the waypoints reserve."
+
+// rawLines are the lines of the raw files benchstat reads, and the informers and writes each
+// process printed, in the order of the files.
+func rawLines(raws []string) string {
+	var b strings.Builder
 	for _, raw := range raws {
 		for _, l := range strings.Split(raw, "\n") {
 			if benchstatLine.MatchString(l) || informersLine.MatchString(l) || writesLine.MatchString(l) {
-				fmt.Fprintln(w, l)
+				b.WriteString(l + "\n")
 			}
 		}
 	}
-	fmt.Fprintf(w, "```\n")
-	return nil
+	return b.String()
 }
 
 func writeGeneration(w io.Writer, d *data) {

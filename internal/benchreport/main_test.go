@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,7 +38,7 @@ func api(n string, libWall, baseWall [3]string, libRSS, baseRSS string) string {
 
 func report(t *testing.T, raws ...string) string {
 	var out bytes.Buffer
-	require.NoError(t, write(&out, "make bench", machine{date: "2026-11-30", cores: 2, goVersion: "go"}, raws, ""))
+	require.NoError(t, write(&out, "make bench", machine{date: "2026-11-30", cores: 2, goVersion: "go"}, raws, files{}))
 	return out.String()
 }
 
@@ -77,4 +79,32 @@ func TestSwitchTable(t *testing.T) {
 	assert.Contains(t, out, "## Switch of mesh mode")
 	assert.Contains(t, out, "| ambient-to-sidecar | 10 | 1.97 | 197.0 | 0.67 | 0.34 |")
 	assert.NotContains(t, out, "## Generation", "not a generation benchmark")
+}
+
+// The raw output goes to a file of its own, which the report links: the report holds the tables,
+// the raw file every line benchstat reads and what each process printed, and nothing else.
+func TestRawOutputIsAFileBesideTheReport(t *testing.T) {
+	raw := filepath.Join(t.TempDir(), "BENCHMARKS-raw.txt")
+	apiLines := api("1000", [3]string{"10", "11", "12"}, [3]string{"10", "11", "12"}, "100", "200")
+	var out bytes.Buffer
+	require.NoError(t, write(&out, "make bench", machine{}, []string{gen + "some log line\nPASS\n", apiLines}, files{raw: raw}))
+	report := out.String()
+	assert.Contains(t, report, "\n## Raw output\n\n["+raw+"]("+raw+"): the lines benchstat reads")
+	assert.NotContains(t, report, "BenchmarkFullSet/generate/ambient-2", "raw lines stay out of the report")
+	assert.NotContains(t, report, "```", "no raw block in the report")
+	assert.True(t, strings.HasPrefix(report, "# Benchmarks\n\nFor "), "the first line says whom the report is for:\n%s", report)
+
+	written, err := os.ReadFile(raw)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(string(written), "\n"), "\n")
+	assert.Equal(t, "cpu: Test CPU", lines[0], "in the order of the raw files")
+	assert.Contains(t, lines, "PASS")
+	assert.Contains(t, lines, "informers library run=1: namespaces, pods")
+	assert.Contains(t, lines, "writes/ns library first run=1 N=1000: PATCH namespaces 2.00, PATCH gateways 1.00")
+	assert.NotContains(t, lines, "some log line", "only what benchstat reads and what the processes printed")
+	assert.Len(t, lines, strings.Count(gen, "\n")+1+strings.Count(apiLines, "\n"), "gen's lines, PASS, and the API benchmark's lines")
+
+	out.Reset()
+	require.NoError(t, write(&out, "make bench", machine{}, []string{gen}, files{}))
+	assert.NotContains(t, out.String(), "## Raw output", "no raw section without a path")
 }

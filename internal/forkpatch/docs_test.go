@@ -15,18 +15,20 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/internal/golden"
 )
 
-// docPages are the pages whose links must resolve: the README, the root pages GitHub shows, and
-// every page under docs/.
+// docPages are the pages whose links must resolve: the README, the root pages GitHub shows, every
+// page under docs/ and docs/security/, and the state machine's findings.
 func docPages(t *testing.T, root string) []string {
 	t.Helper()
 	pages := []string{"README.md", "SECURITY.md", "BENCHMARKS.md"}
-	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	require.NotEmpty(t, more, "docs/ has no pages")
-	for _, p := range more {
-		rel, err := filepath.Rel(root, p)
+	for _, glob := range []string{"docs/*.md", "docs/security/*.md", "internal/safety/*.md"} {
+		more, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(glob)))
 		require.NoError(t, err)
-		pages = append(pages, filepath.ToSlash(rel))
+		require.NotEmpty(t, more, "%s matches no page", glob)
+		for _, p := range more {
+			rel, err := filepath.Rel(root, p)
+			require.NoError(t, err)
+			pages = append(pages, filepath.ToSlash(rel))
+		}
 	}
 	return pages
 }
