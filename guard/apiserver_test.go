@@ -66,9 +66,10 @@ type server struct {
 }
 
 var (
-	setupMu sync.Mutex
-	shared  *server
-	spaces  atomic.Int64
+	setupMu       sync.Mutex
+	shared        *server
+	sharedSidecar *server
+	spaces        atomic.Int64
 )
 
 // guarded returns the package's API server, with Kubeflow's roles, a ClusterRole "widened" and
@@ -84,6 +85,18 @@ func guarded(t *testing.T) *server {
 	}
 	shared = guardedServer(t, envtest.Start(t), config.ModeAmbient)
 	return shared
+}
+
+// guardedInSidecarMode is guarded with the guard of the default PluginConfig in sidecar mode, on a
+// server of its own (envtest.StartKeyed), shared by the tests that need it.
+func guardedInSidecarMode(t *testing.T) *server {
+	t.Helper()
+	setupMu.Lock()
+	defer setupMu.Unlock()
+	if sharedSidecar == nil {
+		sharedSidecar = guardedServer(t, envtest.StartKeyed(t, "guard in sidecar mode"), config.ModeSidecar)
+	}
+	return sharedSidecar
 }
 
 // guardedServer sets env up as guarded describes, with the guard of the default PluginConfig in

@@ -73,6 +73,7 @@ func cell(s string) string {
 
 // docs/security/checks.md is the registry as it is.
 func TestTheChecksTableIsTheRegistry(t *testing.T) {
+	t.Parallel()
 	got := checksTable(t)
 	file := filepath.Join(golden.ModuleRoot(t), "docs", "security", "checks.md")
 	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
@@ -86,6 +87,7 @@ func TestTheChecksTableIsTheRegistry(t *testing.T) {
 // Every check has a unique ID, an asset of the trust model, a message that says what to do, and
 // the upstream source or reasoning it rests on.
 func TestEveryCheckIsDescribed(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []config.MeshMode{config.ModeAmbient, config.ModeSidecar} {
 		cfg := config.Default()
 		cfg.Mesh.Mode = mode

@@ -14,6 +14,7 @@ import (
 // Dec 5: a reversed range, a malformed class after a '*'). All patterns of up to five characters
 // over an alphabet with every pattern character, against all names of up to four characters.
 func TestReservedPatternsMeanTheSameToTheRunnerAndTheGuard(t *testing.T) {
+	t.Parallel()
 	const alphabet, nameAlphabet = "ab9-*?[]^", "ab9-"
 	names := words(nameAlphabet, 4)
 	cfg := config.Default()

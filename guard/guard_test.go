@@ -24,6 +24,7 @@ import (
 // deploy/guard/guard.yaml, which the kustomize deployment includes, is what render -cluster
 // prints of the guard for the default PluginConfig.
 func TestTheDeployedGuardIsTheDefaultRendering(t *testing.T) {
+	t.Parallel()
 	objs, err := guard.Objects(config.Default())
 	require.NoError(t, err)
 	got, err := runner.EncodeYAML(runner.NewScheme(), objs...)
@@ -40,6 +41,7 @@ func TestTheDeployedGuardIsTheDefaultRendering(t *testing.T) {
 
 // Every policy has a binding of its name that denies, and fails closed.
 func TestEveryPolicyIsBoundAndFailsClosed(t *testing.T) {
+	t.Parallel()
 	objs, err := guard.Objects(config.Default())
 	require.NoError(t, err)
 	policies, bindings := map[string]*admissionv1.ValidatingAdmissionPolicy{}, map[string]*admissionv1.ValidatingAdmissionPolicyBinding{}
@@ -69,6 +71,7 @@ func TestEveryPolicyIsBoundAndFailsClosed(t *testing.T) {
 
 // The mode decides which opt-outs are refused: ambient's label, sidecar mode's injection switch.
 func TestTheOptOutRefusedFollowsTheMeshMode(t *testing.T) {
+	t.Parallel()
 	for mode, want := range map[config.MeshMode]string{
 		config.ModeAmbient: "'istio.io/dataplane-mode'", config.ModeSidecar: "'sidecar.istio.io/inject'",
 	} {
@@ -91,6 +94,7 @@ func TestTheOptOutRefusedFollowsTheMeshMode(t *testing.T) {
 // Without istio-cni the injector adds its own istio-init to the pods it injects, so only pod
 // templates (judged before injection) may not carry one; with istio-cni no pod may.
 func TestAnIstioInitContainerIsRefusedWhereTheInjectorAddsNone(t *testing.T) {
+	t.Parallel()
 	for _, cni := range []bool{true, false} {
 		cfg := config.Default()
 		cfg.Mesh.Mode, cfg.Mesh.IstioCNI = config.ModeSidecar, &cni
@@ -115,6 +119,7 @@ func TestAnIstioInitContainerIsRefusedWhereTheInjectorAddsNone(t *testing.T) {
 
 // A configuration the guard cannot be made from is refused with the field's path.
 func TestABadGuardConfigurationNamesTheField(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.Guard.ControllerServiceAccount = "profile-plugins"
 	_, err := guard.Objects(cfg)
@@ -124,6 +129,7 @@ func TestABadGuardConfigurationNamesTheField(t *testing.T) {
 
 // The managed-objects policy recognises a contributor's policy by the authz plugin's label.
 func TestTheGuardKnowsTheAuthzPluginsName(t *testing.T) {
+	t.Parallel()
 	checks, err := guard.Checks(config.Default())
 	require.NoError(t, err)
 	want := "oldObject.metadata.labels['" + plugin.PluginLabel + "'] == '" + authz.PluginName + "'"
@@ -140,6 +146,7 @@ func TestTheGuardKnowsTheAuthzPluginsName(t *testing.T) {
 // name, or mesh.trustBundleName where the mesh was installed with values.global.trustBundleName
 // (the tenant review of Dec 5).
 func TestTheTrustRootIsTheConfiguredTrustBundle(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"", "corp-ca-root"} {
 		cfg := config.Default()
 		cfg.Mesh.TrustBundleName = name

@@ -19,7 +19,6 @@ import (
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/guard"
-	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 )
 
 // suggestionLabels are the labels Katib gives the pod template of Experiment "tune"'s suggestion
@@ -57,10 +56,10 @@ func suggestionPod(ns, name string, change func(*corev1.Pod)) *corev1.Pod {
 	return p
 }
 
-// Katib's suggestions on the sidecar guard, on a server of the test's own.
+// Katib's suggestions on the sidecar guard.
 func TestKatibsSuggestionsInSidecarMode(t *testing.T) {
 	t.Parallel()
-	s := guardedServer(t, envtest.StartFresh(t, 0), config.ModeSidecar)
+	s := guardedInSidecarMode(t)
 	installKubeflowCRDs(t, s)
 	t.Run("Katib's suggestion Deployment and its pods may opt out of the sidecar", func(t *testing.T) { katibsOwnMayOptOut(t, s) })
 	t.Run("no member can borrow Katib's opt-out", func(t *testing.T) { noMemberCanBorrowKatibsOptOut(t, s) })
@@ -229,6 +228,7 @@ func TestKatibsLabelsChangeNothingInAmbientMode(t *testing.T) {
 // The exemption and the checks that keep it Katib's exist together, in sidecar mode only, and an
 // admin turns both off with an empty guard.katibControllerServiceAccount.
 func TestKatibsExemptionAndItsChecksComeAndGoTogether(t *testing.T) {
+	t.Parallel()
 	ids := []string{"workloads/katib-suggestion-labels", "cronjobs/katib-suggestion-labels", "kubeflow/poddefault-katib-labels", "kubeflow/katib-suggestion-labels"}
 	for _, tc := range []struct {
 		name  string

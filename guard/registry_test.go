@@ -27,7 +27,6 @@ import (
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/guard"
-	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
@@ -382,11 +381,8 @@ func installKubeflowCRDs(t *testing.T, s *server) {
 
 func TestEveryCheckRefusesItsAttackOnTheAPIServer(t *testing.T) {
 	t.Parallel()
-	t.Run("ambient", func(t *testing.T) { everyCheckRefusesItsAttack(t, guarded(t)) })
-	// The sidecar guard on a server of its own, used by this test alone.
-	t.Run("sidecar", func(t *testing.T) {
-		everyCheckRefusesItsAttack(t, guardedServer(t, envtest.StartFresh(t, 0), config.ModeSidecar))
-	})
+	t.Run("ambient", func(t *testing.T) { t.Parallel(); everyCheckRefusesItsAttack(t, guarded(t)) })
+	t.Run("sidecar", func(t *testing.T) { t.Parallel(); everyCheckRefusesItsAttack(t, guardedInSidecarMode(t)) })
 }
 
 func everyCheckRefusesItsAttack(t *testing.T, s *server) {

@@ -27,6 +27,16 @@ import (
 
 func TestMain(m *testing.M) { envtest.Main(m) }
 
+// ownNamespaces is the key of the API server (envtest.StartKeyed) of the tests that read only the
+// findings of their own namespaces, in parallel. The tests on the shared one (envtest.Start) read
+// the whole report of a platform made by fixture.Platform, one after another.
+const ownNamespaces = "tests reading the findings of their own namespaces"
+
+// ofNamespaces keeps the findings in one of namespaces.
+func ofNamespaces(findings []platform.Finding, namespaces ...string) []platform.Finding {
+	return slices.DeleteFunc(slices.Clone(findings), func(f platform.Finding) bool { return !slices.Contains(namespaces, f.Namespace) })
+}
+
 const (
 	pipelinesUI = "cluster.local/ns/kubeflow/sa/ml-pipeline-ui"
 	culler      = "cluster.local/ns/kubeflow/sa/notebook-controller-service-account"
@@ -222,6 +232,7 @@ func TestCheckPlatformWaypointSeccomp(t *testing.T) {
 
 // Every read error is returned, wrapped, naming what was read.
 func TestCheckPlatformReadErrors(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	cfg := config.Default()
 	cfg.PodSecurity.Enforce.Level = "restricted"
@@ -282,6 +293,7 @@ func TestCheckPlatformReadErrors(t *testing.T) {
 }
 
 func TestPlatformReportString(t *testing.T) {
+	t.Parallel()
 	r := platform.Report{Findings: []platform.Finding{{Kind: platform.FindingWaypointCannotStart, What: "waypoint",
 		Namespace: "istio-system", ConfigMap: "defaults", Problem: "p", Fix: "f"}}}
 	assert.Equal(t, "platform check: 1 finding(s)\n  WaypointCannotStart: waypoint (namespace istio-system, ConfigMap defaults): p; fix: f", r.String())

@@ -22,6 +22,7 @@ import (
 // The guard missing, unbound, bound to fewer namespaces, or recognising them otherwise, and the
 // waypoints' default deny missing or changed, are each one finding, naming the policy.
 func TestCheckReportsTheGuardAndTheDefaultDeny(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	ctx := context.Background()
 	kinds := func(c client.Client) map[platform.FindingKind][]string {
@@ -100,10 +101,21 @@ func TestCheckReportsTheGuardAndTheDefaultDeny(t *testing.T) {
 // (which defaults what it keeps): deploy/guard, the default ambient rendering, under a sidecar
 // configuration lacks every sidecar check, and under a fork's refuses the fork's controller
 // (review admin5, A5-3). The guard of the running configuration is not.
+//
+// Not in parallel: the guard refuses what the other tests on its server write (they stand for a
+// cluster before the guard), so it is removed, and in force no more, before they start.
 func TestCheckReportsAGuardRenderedFromAnotherConfiguration(t *testing.T) {
-	env := envtest.StartFresh(t, 0)
+	env := envtest.StartKeyed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 	fixture.InstallGuard(t, c, config.Default())
+	objs, err := guard.Objects(config.Default())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, o := range objs {
+			require.NoError(t, c.Delete(ctx, o), "removing %s", o.GetName())
+		}
+		fixture.GuardInForce(t, c) // a barrier: the policies written before it are the ones in force
+	})
 	stale := func(cfg *config.Config) map[string]platform.Finding {
 		t.Helper()
 		require.NoError(t, cfg.Validate())

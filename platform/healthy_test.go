@@ -87,6 +87,7 @@ func ingressPod(t *testing.T, cfg *config.Config, ip string) *corev1.Pod {
 // The healthy platform gives no finding, so what the other tests of this package find is what
 // they change.
 func TestCheckFindsNothingOnAHealthyPlatform(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	report, err := platform.Check(context.Background(), healthyPlatform(t, cfg, ingressPod(t, cfg, "10.42.7.15")), cfg)
 	require.NoError(t, err)

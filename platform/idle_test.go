@@ -27,6 +27,7 @@ func programmedAfter(cfg *config.Config, ns string, took time.Duration) *gateway
 }
 
 func TestCheckReportsAnIdleAfterShorterThanAWaypointsStart(t *testing.T) {
+	t.Parallel()
 	cfg := fixture.Config(t, "mesh: {waypoint: {provision: onDemand, idleAfter: 2m}}\n")
 	c := healthyPlatform(t, cfg, ingressPod(t, cfg, "10.42.0.9"), programmedAfter(cfg, "fast", 20*time.Second), programmedAfter(cfg, "slow", 3*time.Minute))
 	report, err := platform.Check(context.Background(), c, cfg)

@@ -15,6 +15,7 @@ import (
 // A namespace asks for sidecars with injection enabled, or with a revision label unless injection
 // is disabled; then for ambient with the data-plane label; else for nothing.
 func TestNamespaceDataPlane(t *testing.T) {
+	t.Parallel()
 	rev, ambient := label.IoIstioRev.Name, label.IoIstioDataplaneMode.Name
 	for _, c := range []struct {
 		labels map[string]string
@@ -35,6 +36,7 @@ func TestNamespaceDataPlane(t *testing.T) {
 
 // A caller whose dataPlane is unset is taken as ambient.
 func TestJudgeCallerTakesAnUnsetDataPlaneAsAmbient(t *testing.T) {
+	t.Parallel()
 	caller := config.PlatformCaller{Name: "pipelines"}
 	_, found := judgeCaller(Finding{}, config.ModeAmbient, caller, observation{plane: planeAmbient})
 	assert.False(t, found, "an ambient caller configured with no dataPlane")
@@ -45,6 +47,7 @@ func TestJudgeCallerTakesAnUnsetDataPlaneAsAmbient(t *testing.T) {
 
 // istiod uses the oldest class defaults ConfigMap, by creation time, then by name.
 func TestOlderFirst(t *testing.T) {
+	t.Parallel()
 	at := func(name string, sec int64) corev1.ConfigMap {
 		return corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.Unix(sec, 0)}}
 	}
@@ -58,6 +61,7 @@ func TestOlderFirst(t *testing.T) {
 // An ipBlocks entry that does not parse is validation's to refuse; the check skips it and still
 // judges the next one.
 func TestIPBlocksCoveringForwardersSkipsAnInvalidBlock(t *testing.T) {
+	t.Parallel()
 	gateway := trustedPrincipal{namespace: "istio-system", principal: "gw", pods: []corev1.Pod{{
 		ObjectMeta: metav1.ObjectMeta{Name: "gw-1"}, Status: corev1.PodStatus{PodIP: "10.0.0.5", PodIPs: []corev1.PodIP{{IP: "10.0.0.5"}}}}}}
 	got := ipBlocksCoveringForwarders([]config.L4Exception{{IPBlocks: []string{"not-a-block", "10.0.0.0/24"}}}, []trustedPrincipal{gateway})
@@ -68,6 +72,7 @@ func TestIPBlocksCoveringForwardersSkipsAnInvalidBlock(t *testing.T) {
 }
 
 func TestFindingSubjectNamesWhatIsSet(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "namespace ns", Finding{Namespace: "ns"}.Subject())
 	assert.Equal(t, "namespace ns, principal p, ConfigMap cm", Finding{Namespace: "ns", Principal: "p", ConfigMap: "cm"}.Subject())
 }

@@ -20,7 +20,8 @@ import (
 // guard.meshConfigAllowed names it; the same in a namespace no Profile owns, and the waypoint
 // Gateway, are not.
 func TestCheckReportsMeshConfigurationInUserNamespaces(t *testing.T) {
-	env := envtest.StartFresh(t, 0)
+	t.Parallel()
+	env := envtest.StartKeyed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 	for ns, owner := range map[string]string{"mc-user": "ann@example.com", "mc-platform": ""} {
 		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
@@ -47,7 +48,7 @@ func TestCheckReportsMeshConfigurationInUserNamespaces(t *testing.T) {
 	report, err := platform.Check(ctx, c, cfg)
 	require.NoError(t, err)
 	var got []string
-	for _, f := range report.Findings {
+	for _, f := range ofNamespaces(report.Findings, "mc-user", "mc-platform") {
 		if f.Kind == platform.FindingMeshConfigInUserNamespace {
 			got = append(got, f.Namespace+" "+f.What)
 			assert.Contains(t, f.Fix, "guard.meshConfigAllowed")

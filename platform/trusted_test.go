@@ -36,6 +36,7 @@ func podWithIP(namespace, name, sa, ip string) *corev1.Pod {
 // onBehalfOfUser caller is reported, naming the entry and a pod; a caller admitted without the
 // header (the culler) is not a forwarder, and ipBlocks matter only in ambient mode.
 func TestCheckPlatformIPBlocksCoveringForwarders(t *testing.T) {
+	t.Parallel()
 	cfg := fixture.Config(t, "authorization: {l4Exceptions: [{ipBlocks: [10.42.7.0/24, 10.9.0.0/16], ports: [9091]}, {ipBlocks: ['fd00::/64']}]}\n")
 	pods := []client.Object{ingressPod(t, cfg, "10.42.7.15"),
 		podWithIP("kubeflow", "ml-pipeline-ui-0", "ml-pipeline-ui", "10.9.1.1"),
@@ -68,6 +69,7 @@ func TestCheckPlatformIPBlocksCoveringForwarders(t *testing.T) {
 // labelled it; a namespace a non-Profile controls, or one with only the owner annotation under
 // namespaces.ownership: ownerReference, is not a Profile's.
 func TestCheckPlatformTrustedNamespaceOfAUser(t *testing.T) {
+	t.Parallel()
 	profileRef := []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1beta1", Kind: "Profile", Name: "kubeflow", UID: "u-1", Controller: ptr.To(true)}}
 	otherRef := []metav1.OwnerReference{{APIVersion: "apps.example.com/v1", Kind: "Platform", Name: "kubeflow", UID: "u-2", Controller: ptr.To(true)}}
 	owner := map[string]string{ownership.OwnerAnnotation: "mallory@example.com"}
@@ -137,6 +139,7 @@ func TestCheckPlatformTrustedNamespaceOfAUser(t *testing.T) {
 // The ingress gateway's namespace is checked like a caller's; a read error of an exception's
 // namespace is returned, naming the field.
 func TestCheckPlatformIngressNamespaceOfAUserAndReadErrors(t *testing.T) {
+	t.Parallel()
 	cfg := fixture.Config(t, "authorization: {l4Exceptions: [{principals: [cluster.local/ns/monitoring/sa/prometheus]}]}\n")
 	gateway := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system", Annotations: map[string]string{ownership.OwnerAnnotation: "mallory@example.com"}}}
 	c := healthyPlatform(t, cfg, gateway, ingressPod(t, cfg, "10.42.0.9"))
@@ -165,6 +168,7 @@ func TestCheckPlatformIngressNamespaceOfAUserAndReadErrors(t *testing.T) {
 // nobody checks the user-id header it forwards. Validation cannot know pod addresses; the check
 // reads them (finding 2 of internal/safety/FINDINGS-2.md).
 func TestCheckReportsAnIPBlockHoldingTheIngressGateway(t *testing.T) {
+	t.Parallel()
 	cfg := fixture.Config(t, "authorization: {l4Exceptions: [{ipBlocks: [10.42.7.0/24], ports: [9091]}]}\n")
 	report, err := platform.Check(context.Background(), healthyPlatform(t, cfg, ingressPod(t, cfg, "10.42.7.15")), cfg)
 	require.NoError(t, err)
@@ -177,6 +181,7 @@ func TestCheckReportsAnIPBlockHoldingTheIngressGateway(t *testing.T) {
 // the runner refuse that Profile, and its owner keeps the namespace and can run pods as the
 // caller, which every user namespace admits at L4 (finding 3 of internal/safety/FINDINGS-2.md).
 func TestCheckReportsASidecarCallerInAProfilesNamespace(t *testing.T) {
+	t.Parallel()
 	cfg := fixture.Config(t, `authorization:
   platformCallers:
   - {name: notebook-controller, principal: cluster.local/ns/kubeflow/sa/notebook-controller-service-account, methods: [GET], paths: ["*/api/kernels"]}

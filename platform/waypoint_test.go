@@ -20,6 +20,7 @@ import (
 // reports, at a configured baseline, the lower-severity kind: Profiles that choose restricted
 // wait forever. Class defaults that set the seccomp profile, or the patch, clear it.
 func TestCheckPlatformWaypointUnderAProfileChosenRestricted(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	c := healthyPlatform(t, cfg, ingressPod(t, cfg, "10.42.0.9"))
 	report, err := platform.Check(context.Background(), c, cfg)
@@ -53,6 +54,7 @@ func TestCheckPlatformWaypointUnderAProfileChosenRestricted(t *testing.T) {
 // Without the class defaults, the default configuration (enforce baseline) still gets a finding:
 // a Profile may always choose restricted, and a stricter level another writer set is kept.
 func TestCheckReportsMissingClassDefaultsUnderTheDefaultLevel(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	c := healthyPlatform(t, cfg, ingressPod(t, cfg, "10.42.0.9"))
 	defaults, err := waypoint.ClassDefaults(cfg)

@@ -92,14 +92,16 @@ func podOf(ns, name string, rs *appsv1.ReplicaSet, spec corev1.PodSpec) *corev1.
 	return p
 }
 
-func identityFindings(t *testing.T, c client.Reader) (map[string]string, platform.Report) {
+// identityFindings are the findings of kind WaypointIdentityShared in namespaces, by namespace and
+// object, and the whole report.
+func identityFindings(t *testing.T, c client.Reader, namespaces ...string) (map[string]string, platform.Report) {
 	t.Helper()
 	cfg := config.Default()
 	require.NoError(t, cfg.Validate())
 	report, err := platform.Check(context.Background(), c, cfg)
 	require.NoError(t, err)
 	out := map[string]string{}
-	for _, f := range report.Findings {
+	for _, f := range ofNamespaces(report.Findings, namespaces...) {
 		if f.Kind == platform.FindingWaypointIdentityShared {
 			out[f.Namespace+" "+f.What] = f.Problem
 			assert.Contains(t, f.Fix, "guard.breakGlassGroup", "the fix says who may delete it")
@@ -108,11 +110,15 @@ func identityFindings(t *testing.T, c client.Reader) (map[string]string, platfor
 	return out, report
 }
 
+// whatCouldRunNamespaces are the namespaces of TestCheckReportsWhatCouldRunAsTheWaypoint.
+var whatCouldRunNamespaces = []string{"wi-clean", "wi-tainted", "wi-extended", "wi-reapplied", "wi-restarted", "wi-platform"}
+
 // What a member made before the guard was installed, and could run as the waypoint or pass as its
 // pods, is reported, each naming the object; istiod's own waypoint is not, nor the same objects
 // in a namespace no Profile owns.
 func TestCheckReportsWhatCouldRunAsTheWaypoint(t *testing.T) {
-	env := envtest.StartFresh(t, 0)
+	t.Parallel()
+	env := envtest.StartKeyed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 	require.NoError(t, c.Create(ctx, fixture.PodDefaultCRD()))
 	require.Eventually(t, func() bool {
@@ -123,7 +129,7 @@ func TestCheckReportsWhatCouldRunAsTheWaypoint(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond, "the PodDefault CRD is served")
 
 	istiodsWaypoint(t, c, "wi-clean")
-	got, _ := identityFindings(t, c)
+	got, _ := identityFindings(t, c, whatCouldRunNamespaces...)
 	require.Empty(t, got, "istiod's own waypoint is nothing to report")
 
 	tainted := istiodsWaypoint(t, c, "wi-tainted")
@@ -176,7 +182,7 @@ func TestCheckReportsWhatCouldRunAsTheWaypoint(t *testing.T) {
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "wi-platform"}}))
 	require.NoError(t, c.Create(ctx, podOf("wi-platform", "impostor", nil, waypointTemplate.Spec)))
 
-	got, report := identityFindings(t, c)
+	got, report := identityFindings(t, c, whatCouldRunNamespaces...)
 	want := []string{"Pod/impostor", "ReplicaSet/waypoint-rogue", "Deployment/waypoint-x", "Secret/waypoint-token",
 		"PodDefault/selects-waypoint", "PodDefault/selects-all", "PodDefault/as-waypoint", "Deployment/waypoint",
 		// Under a Deployment that is not istiod's alone, its ReplicaSet and pods are not either.
@@ -202,7 +208,7 @@ func TestCheckReportsWhatCouldRunAsTheWaypoint(t *testing.T) {
 
 	// A reader that may not list Secrets (the controller's role) says so, and still reports the rest.
 	restricted := readerWithout(t, env, "secrets")
-	got, report = identityFindings(t, restricted)
+	got, report = identityFindings(t, restricted, whatCouldRunNamespaces...)
 	assert.NotContains(t, got, tainted.ns+" Secret/waypoint-token")
 	assert.Contains(t, got, tainted.ns+" Pod/impostor")
 	require.Len(t, report.NotChecked, 1)
@@ -236,7 +242,8 @@ func readerWithout(t *testing.T, env *envtest.Env, resource string) client.Clien
 // (review admin5, A5-1). istiod's own pod, which the API server defaults and gives its token
 // volume, is not.
 func TestCheckReportsPodsOfIstiodsReplicaSetThatRunAnythingButItsTemplate(t *testing.T) {
-	env := envtest.StartFresh(t, 0)
+	t.Parallel()
+	env := envtest.StartKeyed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 	wp := istiodsWaypoint(t, c, "wi-forged")
 	member := corev1.Volume{Name: "member", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -279,7 +286,7 @@ func TestCheckReportsPodsOfIstiodsReplicaSetThatRunAnythingButItsTemplate(t *tes
 	withAdmittedToken(admitted)
 	admitted.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 	require.NoError(t, c.Create(ctx, podOf(wp.ns, "waypoint-5d8f9-admitted", wp.rs, *admitted)))
-	got, _ := identityFindings(t, c)
+	got, _ := identityFindings(t, c, wp.ns)
 	assert.NotContains(t, got, wp.ns+" Pod/"+wp.pod.Name, "istiod's own pod, defaulted, is its template's")
 	assert.NotContains(t, got, wp.ns+" Pod/waypoint-5d8f9-admitted", "nor with the token volume and requests its admission gave it")
 	for name := range forgeries {
@@ -294,7 +301,8 @@ func TestCheckReportsPodsOfIstiodsReplicaSetThatRunAnythingButItsTemplate(t *tes
 // valid, until the grace period its deleter chose ends (review admin5, A5-1). istiod's own
 // terminating pod is not.
 func TestCheckReportsTerminatingPodsThatRunAsTheWaypoint(t *testing.T) {
-	env := envtest.StartFresh(t, 0)
+	t.Parallel()
+	env := envtest.StartKeyed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 	wp := istiodsWaypoint(t, c, "wi-lingering")
 	const year = 365 * 24 * 3600
@@ -312,7 +320,7 @@ func TestCheckReportsTerminatingPodsThatRunAsTheWaypoint(t *testing.T) {
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(p), p))
 		require.NotNil(t, p.DeletionTimestamp, "%s is terminating", p.Name)
 	}
-	got, report := identityFindings(t, c)
+	got, report := identityFindings(t, c, wp.ns)
 	require.Contains(t, got, wp.ns+" Pod/lingering")
 	for _, f := range report.Findings {
 		if f.What == "Pod/lingering" {
@@ -356,14 +364,15 @@ func patchTemplateAnnotations(t *testing.T, c client.Client, ns, manager string,
 // kubectl-rollout), and istiod applying under another field manager (PILOT_GATEWAY_API_CONTROLLER_NAME)
 // (review admin5, A5-2).
 func TestCheckTakesIstiodsWaypointAfterScalingRestartsAndUnderAnyControllerName(t *testing.T) {
-	env := envtest.StartFresh(t, 0)
+	t.Parallel()
+	env := envtest.StartKeyed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 
 	scaled := istiodsWaypoint(t, c, "wi-scaled")
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: scaled.ns, Name: "waypoint"}}
 	require.NoError(t, c.SubResource("scale").Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`)),
 		client.FieldOwner("kube-controller-manager")))
-	restarted := istiodsWaypoint(t, c, "wi-restarted")
+	restarted := istiodsWaypoint(t, c, "wi-restarted-twice")
 	patchTemplateAnnotations(t, c, restarted.ns, "kubectl-rollout", map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-08-01T10:00:00Z"})
 	// A second restart, and istiod's apply after it, keep it istiod's.
 	patchTemplateAnnotations(t, c, restarted.ns, "kubectl-rollout", map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-08-02T10:00:00Z"})
@@ -372,6 +381,6 @@ func TestCheckTakesIstiodsWaypointAfterScalingRestartsAndUnderAnyControllerName(
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: restarted.ns, Name: "waypoint"}, dep))
 	require.True(t, slices.ContainsFunc(dep.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return e.Manager == "kubectl-rollout" }),
 		"kubectl-rollout owns a field of the spec")
-	got, _ := identityFindings(t, c)
+	got, _ := identityFindings(t, c, scaled.ns, restarted.ns, "wi-custom")
 	assert.Empty(t, got)
 }

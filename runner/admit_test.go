@@ -61,6 +61,7 @@ func writingPlugin() *testPlugin {
 // Apply and Revoke write nothing into a namespace that is not the Profile's, and say why in the
 // condition; Revoke succeeds, so a Profile that never had its namespace can still be deleted.
 func TestApplyAndRevokeLeaveANamespaceThatIsNotTheProfilesAlone(t *testing.T) {
+	t.Parallel()
 	profile := testProfile()
 	cases := []struct {
 		name     string
@@ -112,6 +113,7 @@ func TestApplyAndRevokeLeaveANamespaceThatIsNotTheProfilesAlone(t *testing.T) {
 }
 
 func TestApplyWritesIntoANamespaceThatIsTheProfiles(t *testing.T) {
+	t.Parallel()
 	profile := testProfile()
 	for name, n := range map[string]*corev1.Namespace{
 		"by controller reference": fixture.Namespace(ns, "-", fixture.ControllerRef("kubeflow.org/v1", "Profile", ns, profile.UID)),
@@ -130,6 +132,7 @@ func TestApplyWritesIntoANamespaceThatIsTheProfiles(t *testing.T) {
 // A reserved namespace is refused before it is read: it may not exist yet, and a missing
 // reserved namespace must not read as "not found, create it".
 func TestReservedNamespaceIsRefusedEvenWhenMissing(t *testing.T) {
+	t.Parallel()
 	writes := 0
 	c := countingClient(t, &writes)
 	p := testProfile()
@@ -142,6 +145,7 @@ func TestReservedNamespaceIsRefusedEvenWhenMissing(t *testing.T) {
 
 // A failure to read the namespace is not a refusal: it is retried, and nothing is written.
 func TestNamespaceReadErrorIsRetryable(t *testing.T) {
+	t.Parallel()
 	writes := 0
 	base := countingClient(t, &writes, fixture.Namespace(ns, "alice@example.com"))
 	c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{

@@ -81,6 +81,7 @@ func TestAdoptionRestoredButNotReowned(t *testing.T) {
 // policy is not intact), and the requirement check after that write finds it "as wanted": the
 // waypoint plugin must not route through a waypoint no owner policy is attached to.
 func TestAdoptedDetachedOwnerPolicyIsNotRoutedTo(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	require.NoError(t, m.apply().Err())
 	m.program()

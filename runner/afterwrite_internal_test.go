@@ -15,6 +15,7 @@ import (
 // afterWrite decides, from the write's outcome and what the object held before it, whether the
 // object protects after the object phase; each case names the one fact that decides.
 func TestAfterWrite(t *testing.T) {
+	t.Parallel()
 	own := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Labels: map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: "p"}}}
 	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}
 	foreign := map[string][]string{"gitops": {"data.x"}}
@@ -46,6 +47,7 @@ func TestAfterWrite(t *testing.T) {
 
 // A wait must come back: a zero default requeue would read as done.
 func TestDefaultWaitRequeueIsAPositiveDelay(t *testing.T) {
+	t.Parallel()
 	assert.Positive(t, DefaultWaitRequeue)
 	assert.Equal(t, DefaultWaitRequeue, (&Runner{}).newResult().WaitRequeue, "a Runner without WaitRequeue waits DefaultWaitRequeue")
 }

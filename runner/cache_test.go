@@ -32,6 +32,7 @@ var (
 // WithManager tells the runner which kinds the manager's cache shows in full, from the same options
 // the manager was built with; whatever it cannot vouch for, it leaves to a direct read.
 func TestWithManagerReadsDirectlyOnlyWhatTheCacheMaySelect(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t) // a ByObject entry is mapped to its resource when the manager is made
 	managed := cache.ByObject{Label: runner.ManagedSelector()}
 	for _, tc := range []struct {
@@ -70,6 +71,7 @@ func TestWithManagerReadsDirectlyOnlyWhatTheCacheMaySelect(t *testing.T) {
 // wanted object of those in full: a transform may drop the content and managedFields that the
 // drift checks read.
 func TestWithManagerReadsInFullWhatTheCacheTransforms(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	all := []schema.GroupKind{policyGK, bindingGK, gatewayGK, configMapGK}
 	for _, tc := range []struct {
@@ -101,6 +103,7 @@ func TestWithManagerReadsInFullWhatTheCacheTransforms(t *testing.T) {
 // waypoint decide on slices without it: a Runner is refused such options, and given the options of
 // its own plugins. Without mesh.waypoint.ignoredServices the plugins' options of no plugin do.
 func TestWithManagerRefusesACacheThatDropsAnEndpointSliceLabelThePluginsRead(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	ignoring := fixture.Config(t, "mesh: {waypoint: {provision: onDemand, ignoredServices: {matchLabels: {always-on: \"true\"}}}}\n")
 	ps, err := plugins.New(ignoring)

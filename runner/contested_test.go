@@ -53,6 +53,7 @@ func appliedName(t *testing.T, obj runtime.ApplyConfiguration) string {
 }
 
 func TestAWriteRacingAnotherWritersDeleteOfAnAdoptableObjectDoesNotBringItBack(t *testing.T) {
+	t.Parallel()
 	for name, adoptable := range map[string]bool{"adoptable": true, "the plugin's alone": false} {
 		t.Run(name, func(t *testing.T) {
 			var made []client.Object
@@ -108,6 +109,7 @@ func (s staleBindings) List(ctx context.Context, list client.ObjectList, opts ..
 // past the cache: a cache that still shows the binding kfam has just deleted would have it create
 // the contributor's policy, which kfam's next POST for that contributor meets as AlreadyExists.
 func TestAContestedCreateRestsOnWhatTheAPIServerHoldsNotOnAStaleCache(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.cfg.Authorization.Contributors = config.ContributorsByPlugin
 	m.configure(config.ModeAmbient)

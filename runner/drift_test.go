@@ -275,6 +275,7 @@ func TestFailedRestoreWithdrawsRouting(t *testing.T) {
 // the owner policy runs in. The call whose restore succeeds still withholds routing (istiod may not
 // have rebuilt the waypoint yet); the next one routes again.
 func TestAnUnrestoredPatchConfigMapWithdrawsTheRouting(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t).withPatch()
 	m.enrol()
 	cm := m.configMap("waypoint-seccomp")

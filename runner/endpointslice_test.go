@@ -58,6 +58,7 @@ func trimSlice(t testing.TB, es *discoveryv1.EndpointSlice) *discoveryv1.Endpoin
 }
 
 func TestTrimEndpointSliceKeepsWhatTheDecisionReads(t *testing.T) {
+	t.Parallel()
 	full := endpointSlice(7, 3, false)
 	got := trimSlice(t, full.DeepCopy())
 	assert.Equal(t, full.Name, got.Name)
@@ -109,6 +110,7 @@ func heapOf(n int, mk func(i int) any) float64 {
 // The cache keeps of 10,000 EndpointSlices what TrimEndpointSlice keeps: measured on the heap the
 // objects hold, a slice of ten pods costs what a slice of one does, and a fraction of its full form.
 // The per-slice figures, printed here, are those of BENCHMARKS.md.
+// Not in parallel: it measures the heap, which other tests' allocations would grow.
 func TestTrimmedEndpointSlicesCostTheCacheLittle(t *testing.T) {
 	const n = 10_000
 	full1 := heapOf(n, func(i int) any { return endpointSlice(i, 1, false) })
@@ -153,6 +155,7 @@ func withTenantLabels(i, size int) *discoveryv1.EndpointSlice {
 // A member's Service labels, copied onto its EndpointSlices, do not reach the cache: of the
 // labels only the two the EndpointSlice controller writes itself stay.
 func TestTrimEndpointSliceKeepsNoTenantLabel(t *testing.T) {
+	t.Parallel()
 	got := trimSlice(t, withTenantLabels(1, 64<<10))
 	require.Equal(t, 2, len(got.Labels), "labels kept")
 	assert.Equal(t, map[string]string{discoveryv1.LabelServiceName: "svc-1", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"},
@@ -162,6 +165,7 @@ func TestTrimEndpointSliceKeepsNoTenantLabel(t *testing.T) {
 // Given the plugins, the cache keeps the labels they read as well: the keys that
 // mesh.waypoint.ignoredServices selects on, whatever their operator, and still none other.
 func TestCacheByObjectKeepsTheLabelsThePluginsRead(t *testing.T) {
+	t.Parallel()
 	cfg := fixture.Config(t, "mesh: {waypoint: {provision: onDemand, ignoredServices: {matchLabels: {always-on: \"true\"}, "+
 		"matchExpressions: [{key: tier, operator: NotIn, values: [user]}]}}}\n")
 	ps, err := profileplugins.New(cfg)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestStillRunning(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	at := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: now.Add(d)} }
 	pods := []corev1.Pod{
@@ -38,6 +39,7 @@ func TestStillRunning(t *testing.T) {
 }
 
 func TestHandOverOps(t *testing.T) {
+	t.Parallel()
 	profile := &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{UID: "p1"}}
 	pol := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{
 		OwnerReferences: []metav1.OwnerReference{{UID: "other"}, {UID: "p1"}},

@@ -17,6 +17,7 @@ import (
 // holds (ssa.AppliedBody); a forged one is drift like any other: routing comes off first, the
 // object is restored, the change is reported, and the namespace is routed again on the next call.
 func TestAForgedDesiredHashIsDrift(t *testing.T) {
+	t.Parallel()
 	for name, tc := range impersonations() {
 		t.Run(name, func(t *testing.T) {
 			m := newMesh(t)

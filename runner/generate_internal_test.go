@@ -50,6 +50,7 @@ func generateGreedy(t *testing.T, existing int) ([]*planned, error) {
 // A generation reads what the one before showed missing; the fourth that still finds something
 // new is the last, and the call fails rather than generating on.
 func TestGenerateStopsAfterMaxGenerations(t *testing.T) {
+	t.Parallel()
 	plans, err := generateGreedy(t, 3)
 	require.NoError(t, err, "the fourth generation reads cm-3, finds none and decides on what it has")
 	require.Len(t, plans, 1)

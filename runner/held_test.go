@@ -16,6 +16,7 @@ import (
 // long as the plugin wants it, also in a namespace without pods, so `kubectl delete` waits. Like
 // Kubernetes' PVC protection, the Profile's condition says so, and why: not only a warning event.
 func TestAHeldZtunnelPolicyIsSaidInTheCondition(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.controlledByProfile()
 	m.enrol()

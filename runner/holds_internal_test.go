@@ -63,6 +63,7 @@ func pods(names ...string) []corev1.Pod {
 }
 
 func TestHoldDataPlane(t *testing.T) {
+	t.Parallel()
 	dp := dataPlanePlugin{name: "mesh"}
 	mine := plugin.FieldManager("mesh")
 	plain := &testPluginInternal{name: "other"}
@@ -103,6 +104,7 @@ func (p protectorPlugin) ProtectedPods(plugin.Observed) map[plugin.Ref][]string 
 // An object holds only while at least one pod depends on it: a PodProtector's entry with no pod
 // names holds nothing, and one pod is enough.
 func TestHoldDataPlaneHoldsAProtectedObjectOnlyWithAPod(t *testing.T) {
+	t.Parallel()
 	empty := plugin.Ref{GroupKind: ztRef.GroupKind, Name: "empty"}
 	one := plugin.Ref{GroupKind: ztRef.GroupKind, Name: "one"}
 	p := protectorPlugin{testPluginInternal: &testPluginInternal{name: "authz"},

@@ -43,6 +43,7 @@ func impersonatedApply(t *testing.T, c client.Client, obj client.Object, pluginN
 // built from the editor's ConfigMap. The README promises the library "repairs its own fields on
 // the next reconcile" (TestApplyRepairsDrift); here it never does.
 func TestImpersonatedFieldManagerCannotAddParametersRefToTheRoutedWaypoint(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.enrol()
 	require.NoError(t, m.c.Create(context.Background(), &corev1.ConfigMap{
@@ -81,6 +82,7 @@ func TestImpersonatedFieldManagerCannotAddParametersRefToTheRoutedWaypoint(t *te
 // next reconcile; guarantee 10 (docs/security/guarantees.md) promises that what switches a
 // protective object off is restored and reported.)
 func TestImpersonatedFieldManagerCannotNarrowTheZtunnelPolicyOfAnEnrolledNamespace(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.enrol()
 	impersonatedApply(t, m.c, m.policy(ztunnelName), "authz", func(u map[string]any) {
@@ -156,6 +158,7 @@ func impersonations() map[string]impersonation {
 // ambient, routing waits for the next call (for the Gateway: until istiod reports the restored
 // generation Programmed), and the call after writes nothing and warns of nothing.
 func TestImpersonatedFieldManagerDriftIsRestoredAndReported(t *testing.T) {
+	t.Parallel()
 	for name, tc := range impersonations() {
 		t.Run(name, func(t *testing.T) {
 			m := newMesh(t)
@@ -183,6 +186,7 @@ func TestImpersonatedFieldManagerDriftIsRestoredAndReported(t *testing.T) {
 
 // A key added to the opt-in seccomp ConfigMap under the waypoint's manager is data drift.
 func TestImpersonatedFieldManagerKeyInThePatchConfigMap(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t).withPatch()
 	m.enrol()
 	key := client.ObjectKey{Namespace: ns, Name: "waypoint-seccomp"}
@@ -206,6 +210,7 @@ func TestImpersonatedFieldManagerKeyInThePatchConfigMap(t *testing.T) {
 // withdrawn (the data-plane label stays only while pods run, as for any failed restore), and the
 // next call restores it.
 func TestFailedRestoreOfImpersonatedDriftWithdrawsRouting(t *testing.T) {
+	t.Parallel()
 	tc := impersonations()["ztunnel policy selector"]
 	m := newMesh(t)
 	m.enrol()
@@ -227,6 +232,7 @@ func TestFailedRestoreOfImpersonatedDriftWithdrawsRouting(t *testing.T) {
 // A field the plugin itself stops setting (the owner policy's targetRefs in sidecar mode) is
 // taken away by the apply without a warning: the observed desired-hash is not the new body's.
 func TestAFieldThePluginStopsSettingIsNoImpersonation(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.enrol()
 	require.NotEmpty(t, m.policy(ownerName).Spec.TargetRefs)
@@ -240,6 +246,7 @@ func TestAFieldThePluginStopsSettingIsNoImpersonation(t *testing.T) {
 // While a withdrawal failed, existing objects are left as they are for the call; one that holds
 // content the plugin does not set, applied under its own manager, does not count as protecting.
 func TestImpersonatedDriftLeftAsItIsDoesNotProtect(t *testing.T) {
+	t.Parallel()
 	tc := impersonations()["ztunnel policy selector"]
 	m := newMesh(t)
 	m.enrol()
@@ -268,6 +275,7 @@ func TestImpersonatedDriftLeftAsItIsDoesNotProtect(t *testing.T) {
 // apply fails, the object holds the changed value and does not protect (here no pod runs, so the
 // namespace also leaves ambient, as for any failed restore).
 func TestAValueChangedUnderThePluginsManagerDoesNotProtectWhileItsApplyFails(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.enrol()
 	impersonatedApply(t, m.c, m.policy(ztunnelName), "authz", func(u map[string]any) {

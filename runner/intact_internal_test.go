@@ -7,6 +7,7 @@ import (
 )
 
 func TestDescribeForeign(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "an unnamed field manager set spec.x; gitops set spec.a, spec.b",
 		describeForeign(map[string][]string{"gitops": {"spec.a", "spec.b"}, "": {"spec.x"}}))
 }

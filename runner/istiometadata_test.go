@@ -153,6 +153,7 @@ func TestIstioDomainMetadataOfAnotherWriterIsRestoredAndReported(t *testing.T) {
 // The same key applied under the plugin's own manager name is drift too (the API server ties no
 // identity to a manager name): restored and reported as the own manager's.
 func TestIstioDomainMetadataUnderThePluginsOwnManagerIsRestored(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		object  func(*mesh) client.Object
 		manager string
@@ -183,6 +184,7 @@ func TestIstioDomainMetadataUnderThePluginsOwnManagerIsRestored(t *testing.T) {
 
 // Metadata outside Istio's domain is its writer's: kept, no write, no warning, routing stays.
 func TestOtherMetadataOfAnotherWriterIsNoDrift(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t).withPatch()
 	m.enrol()
 	for _, obj := range []client.Object{m.policy(ztunnelName), m.policy(ownerName), m.gateway(), m.configMap("waypoint-seccomp")} {
@@ -201,6 +203,7 @@ func TestOtherMetadataOfAnotherWriterIsNoDrift(t *testing.T) {
 // The patch ConfigMap is held to the same rule: istiod reads no Istio key on it in a user
 // namespace, but the plugin sets none there either, so one that appears is not the plugin's.
 func TestIstioDomainMetadataOnThePatchConfigMapIsRestored(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t).withPatch()
 	m.enrol()
 	cm := m.configMap("waypoint-seccomp")

@@ -15,6 +15,7 @@ import (
 // so a lost annotation never lets a data-plane label go while pods depend on it; any other such
 // label is unattributed, and the next write releases it.
 func TestLabelOwnersGiveUnnamedDataPlaneLabelsToTheirPlugin(t *testing.T) {
+	t.Parallel()
 	ns := labelled(map[string]string{"enforce": "baseline", "mode": "on"}, plugin.LabelFieldManager, "enforce", "mode")
 
 	o := readLabelOwners(ns, nil)
@@ -38,6 +39,7 @@ func TestLabelOwnersGiveUnnamedDataPlaneLabelsToTheirPlugin(t *testing.T) {
 // owned joins what the shared manager owns for the plugin with what its own field manager still
 // owns from an earlier release; a ledger that cannot be read owns nothing.
 func TestLabelOwnersOwnedJoinsSharedAndLegacyKeys(t *testing.T) {
+	t.Parallel()
 	ns := labelled(map[string]string{"mode": "on", "team": "ml"}, plugin.LabelFieldManager, "mode")
 	ns.ManagedFields = append(ns.ManagedFields, fixture.ManagedFields(plugin.FieldManager("mesh"), metav1.ManagedFieldsOperationApply, "", fixture.OwnedMetadata([]string{"team"})))
 	o := readLabelOwners(ns, []plugin.Plugin{dataPlanePlugin{name: "mesh"}})

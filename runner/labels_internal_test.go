@@ -9,6 +9,7 @@ import (
 )
 
 func TestDecideLabels(t *testing.T) {
+	t.Parallel()
 	owner := plugin.Ref{GroupKind: ztRef.GroupKind, Name: "owner"}
 	newPlan := func() *planned {
 		return &planned{plugin: dataPlanePlugin{name: "mesh"}, res: &PluginResult{}, desired: plugin.Desired{

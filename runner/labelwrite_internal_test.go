@@ -10,6 +10,7 @@ import (
 // PodSecurity's warnings on a namespace update (existing pods violate the new enforce level) go
 // to the plugin that changed the enforce level, not to every plugin the shared write carries.
 func TestWarningsOfTheLabelWrite(t *testing.T) {
+	t.Parallel()
 	mesh := &planned{plugin: &testPluginInternal{name: "mesh"}}
 	pss := &planned{plugin: &testPluginInternal{name: "pss"}}
 	w := labelWrite{set: map[string][]string{"mesh": {"istio.io/dataplane-mode"}, "pss": {psaapi.EnforceLevelLabel, psaapi.AuditLevelLabel}}}

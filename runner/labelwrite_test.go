@@ -68,6 +68,7 @@ func owners(t *testing.T, n *corev1.Namespace) map[string][]string {
 // Two plugins that want the same label with the same value both own it: either one can stop
 // wanting it and the other's wish keeps it.
 func TestALabelTwoPluginsWantAlikeIsOwnedByBoth(t *testing.T) {
+	t.Parallel()
 	e := newLabelEnv(t)
 	first := &testPlugin{name: "first", labels: map[string]string{"mode": "ambient"}}
 	second := &testPlugin{name: "second", labels: map[string]string{"mode": "ambient", "enforce": "baseline"}}
@@ -83,6 +84,7 @@ func TestALabelTwoPluginsWantAlikeIsOwnedByBoth(t *testing.T) {
 // A failed label write is the failure of the plugins whose labels it changes, a removal too, and of
 // no other: here the plugin that stopped wanting its label.
 func TestAFailedLabelWriteIsThePluginsThatOnlyRemovesALabel(t *testing.T) {
+	t.Parallel()
 	e := newLabelEnv(t)
 	leaving := &testPlugin{name: "leaving", labels: map[string]string{"mode": "ambient"}}
 	staying := &testPlugin{name: "staying", labels: map[string]string{"enforce": "baseline"}}
@@ -101,6 +103,7 @@ func TestAFailedLabelWriteIsThePluginsThatOnlyRemovesALabel(t *testing.T) {
 // The label write names the namespace it read: a namespace deleted since is not made again by the
 // apply (server-side apply creates what it does not find), and the write fails.
 func TestTheLabelWriteDoesNotRecreateANamespaceDeletedSinceItWasRead(t *testing.T) {
+	t.Parallel()
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "read-before",
 		Annotations: map[string]string{ownership.OwnerAnnotation: "alice@example.com"}}}
 	base := fake.NewClientBuilder().WithScheme(runner.NewScheme()).WithObjects(namespace).Build()
@@ -126,6 +129,7 @@ func TestTheLabelWriteDoesNotRecreateANamespaceDeletedSinceItWasRead(t *testing.
 // Every plugin's labels go out in one write, under one field manager, and each plugin still sees
 // its own labels as its own.
 func TestOneLabelWriteForEveryPlugin(t *testing.T) {
+	t.Parallel()
 	e := newLabelEnv(t)
 	pss := &seenManagers{testPlugin: &testPlugin{name: "pss", labels: map[string]string{"enforce": "baseline"}}}
 	mesh := &testPlugin{name: "mesh", labels: map[string]string{"mode": "ambient", "injection": "disabled"},
@@ -177,6 +181,7 @@ func TestOneLabelWriteForEveryPlugin(t *testing.T) {
 // A label one plugin must withhold is not written, while another plugin's labels are, in the
 // same write.
 func TestWithheldLabelOfOnePluginInTheSharedWrite(t *testing.T) {
+	t.Parallel()
 	e := newLabelEnv(t)
 	pss := &testPlugin{name: "pss", labels: map[string]string{"enforce": "baseline"}}
 	mesh := &testPlugin{name: "mesh", labels: map[string]string{"mode": "ambient"},
@@ -197,6 +202,7 @@ func TestWithheldLabelOfOnePluginInTheSharedWrite(t *testing.T) {
 // errors name the plugins whose labels it was to change, and no enrolment gets ahead of its
 // protection.
 func TestFailedLabelWriteKeepsEveryLabel(t *testing.T) {
+	t.Parallel()
 	e := newLabelEnv(t)
 	pss := &testPlugin{name: "pss", labels: map[string]string{"enforce": "baseline"}}
 	authz := &testPlugin{name: "authz", labels: map[string]string{"audit": "on"}}
@@ -228,6 +234,7 @@ func TestFailedLabelWriteKeepsEveryLabel(t *testing.T) {
 // A plugin whose generation fails keeps its labels exactly while another plugin's change is
 // written; a plugin the runner no longer runs keeps them too, through Apply and Revoke.
 func TestLabelsOfAFailedOrRemovedPluginStay(t *testing.T) {
+	t.Parallel()
 	e := newLabelEnv(t)
 	pss := &testPlugin{name: "pss", labels: map[string]string{"enforce": "baseline"}}
 	mesh := &testPlugin{name: "mesh", labels: map[string]string{"mode": "ambient"}}
@@ -256,6 +263,7 @@ func TestLabelsOfAFailedOrRemovedPluginStay(t *testing.T) {
 // stays, then each old manager lets go), removes what the old manager owned and no plugin wants,
 // and leaves other writers' labels; from then on nothing is written.
 func TestFirstApplyTakesOverPerPluginLabels(t *testing.T) {
+	t.Parallel()
 	e := newLabelEnv(t)
 	legacy := func(name string, labels map[string]string) {
 		require.NoError(t, e.Apply(context.Background(), corev1ac.Namespace(ns).WithLabels(labels),
@@ -296,6 +304,7 @@ func TestFirstApplyTakesOverPerPluginLabels(t *testing.T) {
 // The annotation only attributes: it never makes a label the runner's. Another writer that
 // changes it takes it over, and the runner no longer believes it; the next write restores it.
 func TestLabelOwnersAnnotationGrantsNothing(t *testing.T) {
+	t.Parallel()
 	e := newLabelEnv(t)
 	pss := &seenManagers{testPlugin: &testPlugin{name: "pss", labels: map[string]string{"enforce": "baseline"}}}
 	r := newRunner(t, e.c, pss)
@@ -333,6 +342,7 @@ func TestLabelOwnersAnnotationGrantsNothing(t *testing.T) {
 // namespace deleted between the shared write and the release is not made again by the release's
 // apply, and the release fails.
 func TestTheLegacyLabelReleaseDoesNotRecreateANamespaceDeletedSinceItWasRead(t *testing.T) {
+	t.Parallel()
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, UID: "read-before",
 		Annotations: map[string]string{ownership.OwnerAnnotation: "alice@example.com"}}}
 	base := fake.NewClientBuilder().WithScheme(runner.NewScheme()).WithReturnManagedFields().WithObjects(namespace).Build()

@@ -18,6 +18,7 @@ import (
 // its controller proves it. Each case says what the object looks like and whether it is the
 // plugins' own.
 func TestDisownKeepsOnlyWhatTheProfileControls(t *testing.T) {
+	t.Parallel()
 	profile := &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "alice", UID: "uid-now"}}
 	managed := map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: "waypoint", "team": "ml"}
 	ref := func(apiVersion, kind, name, uid string, controller bool) metav1.OwnerReference {
@@ -77,6 +78,7 @@ func TestDisownKeepsOnlyWhatTheProfileControls(t *testing.T) {
 // A Profile read without a UID controls nothing: Apply refuses it before, and an object whose
 // controller has an empty UID must not match it.
 func TestAProfileWithoutAUIDControlsNothing(t *testing.T) {
+	t.Parallel()
 	controller := true
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "Profile", Name: "alice", Controller: &controller}}}}

@@ -45,6 +45,7 @@ func controlledBy(apiVersion, kind, name, uid string) []metav1.OwnerReference {
 // namespace), a ConfigMap and a second Gateway. None is pruned, by Apply or Revoke; each is named
 // in one warning per call; the namespace stays as it is, with no write.
 func TestLabelledObjectsOfOtherWritersAreNeverPruned(t *testing.T) {
+	t.Parallel()
 	deny := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "tenant-deny", Namespace: ns, Labels: copiedLabels(authz.PluginName)},
 		Spec: securityv1beta1.AuthorizationPolicy{Action: securityv1beta1.AuthorizationPolicy_DENY,
 			Rules: []*securityv1beta1.Rule{{From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{Namespaces: []string{"intruder"}}}}}}}}
@@ -87,6 +88,7 @@ func TestLabelledObjectsOfOtherWritersAreNeverPruned(t *testing.T) {
 // the Gateway stops referencing it and the rest stays in place; once it is deleted, the next
 // reconciles create the plugin's own and route again.
 func TestALabelledPatchConfigMapOfAnotherWriterFailsClosedWithoutWedging(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t).withPatch()
 	m.enrol()
 	require.NoError(t, m.c.Delete(context.Background(), m.configMap("waypoint-seccomp")))
@@ -138,6 +140,7 @@ func TestALabelledPatchConfigMapOfAnotherWriterFailsClosedWithoutWedging(t *test
 // authorization.adoptOwnerPolicy: that would restore over another writer's object. The waypoint
 // is not made on it and nothing is routed.
 func TestALabelledObjectOfAnotherWriterIsNeverAdopted(t *testing.T) {
+	t.Parallel()
 	impostor := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: ownerName, Namespace: ns, Labels: copiedLabels(authz.PluginName)},
 		Spec: securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{{}},
 			TargetRefs: []*typev1beta1.PolicyTargetReference{{Group: gatewayv1.GroupName, Kind: "Gateway", Name: "waypoint"}}}}
@@ -163,6 +166,7 @@ func TestALabelledObjectOfAnotherWriterIsNeverAdopted(t *testing.T) {
 // An allow-all policy with copied labels is another writer's to the plugins too: the access plugin
 // reports it, as any foreign allow-all policy, instead of taking it for its own.
 func TestALabelledAllowAllPolicyIsReportedAsAnotherWritersPolicy(t *testing.T) {
+	t.Parallel()
 	allowAll := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "allow-all", Namespace: ns, Labels: copiedLabels(authz.PluginName)},
 		Spec: securityv1beta1.AuthorizationPolicy{Rules: []*securityv1beta1.Rule{{}}}}
 	m := newMesh(t, allowAll)
@@ -179,6 +183,7 @@ func TestALabelledAllowAllPolicyIsReportedAsAnotherWritersPolicy(t *testing.T) {
 // ztunnel policy still stands). Once garbage collection has run, the runner makes its own and the
 // namespace converges.
 func TestObjectsOfAnEarlierProfileOfTheSameNameWaitForGarbageCollection(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.enrol()
 	m.addPod("notebook", nil)
@@ -241,6 +246,7 @@ func TestALabelledObjectReadPastTheCacheIsReportedOncePerCall(t *testing.T) {
 // A Runner told that its Reader trims a kind needs an APIReader to read it in full; without one it
 // refuses to apply instead of judging trimmed objects intact.
 func TestTrimmedKindsWithoutAnAPIReaderAreRefused(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.runner.Trimmed = []schema.GroupKind{{Kind: "ConfigMap"}}
 	res := m.apply()
@@ -259,6 +265,7 @@ func (p *kindsPlugin) Kinds() []client.ObjectList { return p.kinds }
 // A claimed object is reported to the plugin its plugin label names, or, when no plugin of the
 // runner has that name, to the plugin that lists its kind.
 func TestAClaimIsReportedToThePluginItNamesOrElseToThePluginOfItsKind(t *testing.T) {
+	t.Parallel()
 	claimed := func(obj client.Object, pluginName string) client.Object {
 		obj.SetNamespace(ns)
 		obj.SetLabels(copiedLabels(pluginName))

@@ -21,6 +21,7 @@ import (
 // enrol such a namespace: it would route and label a namespace whose protection anyone with
 // namespace rights could take apart. The namespace is refused, and nothing is written.
 func TestANamespaceWithAnEmptyOwnerAnnotationIsNeverEnrolled(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.controlledByProfile()
 	m.editNamespace("", func(n *corev1.Namespace) { n.Annotations[ownership.OwnerAnnotation] = "" })
@@ -42,6 +43,7 @@ func TestANamespaceWithAnEmptyOwnerAnnotationIsNeverEnrolled(t *testing.T) {
 // A Profile without an owner whose namespace does not exist is an input error naming
 // spec.owner.name, not a wait for a namespace no controller should make.
 func TestAProfileWithoutAnOwnerAndNoNamespaceIsAnInputError(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	require.NoError(t, m.c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	ownerless := testProfile()
@@ -59,6 +61,7 @@ func TestAProfileWithoutAnOwnerAndNoNamespaceIsAnInputError(t *testing.T) {
 // guard protects it) keeps the namespace enrolled and protected: the authz plugin refuses the
 // owner, and the previous owner's rule goes with it.
 func TestAnOwnerEditedAwayKeepsTheNamespaceEnrolled(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.controlledByProfile()
 	m.enrol()

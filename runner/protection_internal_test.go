@@ -13,6 +13,7 @@ import (
 )
 
 func TestProtection(t *testing.T) {
+	t.Parallel()
 	managed := func(name, pluginName string, fields ...metav1.ManagedFieldsEntry) client.Object {
 		o := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, ManagedFields: fields,
 			Labels: map[string]string{plugin.ManagedByLabel: plugin.ManagedByValue, plugin.PluginLabel: pluginName}}}
@@ -49,6 +50,7 @@ func TestProtection(t *testing.T) {
 // During the object phase an object no phase decided on yet is judged as observed: one of
 // another writer does not protect, a missing one does not, an intact one of its plugin does.
 func TestProtectionGapsSoFarJudgeUndecidedObjectsAsObserved(t *testing.T) {
+	t.Parallel()
 	gk := ztRef.GroupKind
 	object := func(name string, labels map[string]string) client.Object {
 		o := &istiosecurityv1.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}

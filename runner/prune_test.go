@@ -16,6 +16,7 @@ import (
 )
 
 func TestApplyPrunesWhatThePluginNoLongerWants(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	want := []client.Object{configMap("keep", nil), policy("stale", ns)}
 	p := &testPlugin{

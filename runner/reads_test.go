@@ -214,6 +214,7 @@ func TestMeshScenariosWithASelectedCacheAndAnAPIReader(t *testing.T) {
 // hides AuthorizationPolicies, which the contract forbids, to show the runner never writes over
 // a foreign object whatever the Reader hides.
 func TestForeignObjectHiddenByTheCacheIsAConflict(t *testing.T) {
+	t.Parallel()
 	foreignCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.DefaultWaypointName + "-seccomp", Namespace: ns},
 		Data: map[string]string{"deployment": "spec: {}"}}
 	foreignGW := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: config.DefaultWaypointName, Namespace: ns},
@@ -317,6 +318,7 @@ func TestOptedOutPodsAreReportedWhileTheNamespaceChanges(t *testing.T) {
 // where another writer's ConfigMap would otherwise be taken over. The decisions are the same as
 // with every read made: the same writes, the same labels.
 func TestNewNamespaceIsEnrolledWithoutReadsPastTheCache(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		seccomp   bool
@@ -362,6 +364,7 @@ func TestNewNamespaceIsEnrolledWithoutReadsPastTheCache(t *testing.T) {
 // reports the violating pods (see TestPodSecurityWarningsReachTheResultWithoutAPodList in
 // cmd/profile-plugins-controller), and a new namespace has no level to keep.
 func TestPodSecurityListsPodsOnlyToHoldEnforce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var reads []string
 	run := func(cfg *config.Config) *runner.Result {
@@ -410,6 +413,7 @@ func TestPodSecurityListsPodsOnlyToHoldEnforce(t *testing.T) {
 
 // Under hold, the pods listed past the cache decide: a violating pod keeps the existing level.
 func TestPodSecurityHoldKeepsTheLevelOnPodsListedPastTheCache(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "root-shell", Namespace: ns},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "sh", Image: "busybox",
 			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}}})

@@ -47,6 +47,7 @@ func releaseDeleting(t *testing.T, listErr error) (PluginResult, client.Client) 
 // Without the call's pods, releaseProtection lists them before it lets a deleting object go; when
 // that list fails, the object keeps its finalizer and the plugin reports why.
 func TestReleaseProtectionListsThePodsTheCallDidNotList(t *testing.T) {
+	t.Parallel()
 	key := client.ObjectKey{Namespace: "team", Name: "cm"}
 
 	res, c := releaseDeleting(t, nil)

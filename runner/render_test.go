@@ -17,6 +17,7 @@ import (
 // A preview in which no plugin sets a label shows the namespace with its name only, no empty
 // labels stanza.
 func TestRenderWithoutLabels(t *testing.T) {
+	t.Parallel()
 	r, err := runner.Render(runner.NewScheme(), []plugin.Plugin{&testPlugin{name: "quiet"}}, plugin.Target{Namespace: ns})
 	require.NoError(t, err)
 	out, err := r.YAML()
@@ -27,6 +28,7 @@ func TestRenderWithoutLabels(t *testing.T) {
 // EncodeYAML leaves out an empty creationTimestamp, also from an unstructured object that states
 // one, and status; a set timestamp is kept.
 func TestEncodeYAMLDropsTheEmptyCreationTimestamp(t *testing.T) {
+	t.Parallel()
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "x", "namespace": "alice", "creationTimestamp": nil},

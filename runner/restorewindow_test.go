@@ -28,6 +28,7 @@ import (
 )
 
 func TestARestoredWaypointIsNotRoutedToUntilIstiodProgramsTheRestoredGeneration(t *testing.T) {
+	t.Parallel()
 	editorPatch := &gatewayv1.GatewayInfrastructure{ParametersRef: &gatewayv1.LocalParametersReference{
 		Group: "", Kind: "ConfigMap", Name: "editor-patch"}}
 	for name, edit := range map[string]func(*mesh){
@@ -98,6 +99,7 @@ func observedGateway(m *mesh) plugin.Observed {
 // A change of the plugin's own wish is no drift: the objects are rewritten and the namespace stays
 // routed in the same call, with no label write (withdrawing would cut traffic on every owner edit).
 func TestAChangeOfTheDesiredObjectsKeepsRouting(t *testing.T) {
+	t.Parallel()
 	for name, change := range map[string]func(*mesh) *runner.Result{
 		"a new owner": func(m *mesh) *runner.Result {
 			m.editNamespace("", func(n *corev1.Namespace) { n.Annotations[ownership.OwnerAnnotation] = "bob@example.com" })
@@ -134,6 +136,7 @@ func TestAChangeOfTheDesiredObjectsKeepsRouting(t *testing.T) {
 // dropped while the plugin's patch ConfigMap was missing). Routing waits for the next call, when
 // istiod has programmed the written generation; the pods stay in ambient meanwhile.
 func TestAGatewayChangedInTheCallIsNotRoutedToInThatCall(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.enrol()
 	m.cfg.Mesh.Waypoint.Labels = map[string]string{"team": "ml"}

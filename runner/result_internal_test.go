@@ -11,6 +11,7 @@ import (
 // A condition message up to the limit is kept whole; a longer one is cut at a rune boundary at or
 // below the limit, and says how many bytes it lost.
 func TestCapMessageCutsOnlyPastTheLimitAndAtARuneBoundary(t *testing.T) {
+	t.Parallel()
 	exact := strings.Repeat("a", maxConditionMessage)
 	assert.Equal(t, exact, capMessage(exact))
 

@@ -14,6 +14,7 @@ import (
 // Any one kind of write counts as a change, on its own; objects found unchanged do not. Changed
 // is what "no write when nothing changed" is checked against.
 func TestResultChanged(t *testing.T) {
+	t.Parallel()
 	ref := []plugin.Ref{{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, Name: "x"}}
 	key := []string{"k"}
 	for name, tc := range map[string]struct {
@@ -39,6 +40,7 @@ func TestResultChanged(t *testing.T) {
 
 // The controller requeues after WaitRequeue only while a plugin waits.
 func TestResultRequeueAfter(t *testing.T) {
+	t.Parallel()
 	r := &runner.Result{WaitRequeue: time.Minute, Plugins: []runner.PluginResult{{Plugin: "p"}}}
 	assert.Zero(t, r.RequeueAfter())
 	r.Plugins[0].Waiting = []string{"the waypoint"}
@@ -48,6 +50,7 @@ func TestResultRequeueAfter(t *testing.T) {
 // Notes read in the condition whether it is True or False, and ask for no requeue; a plugin's own
 // deadline does, no later than it.
 func TestNotesAndDeadlinesInTheResult(t *testing.T) {
+	t.Parallel()
 	idle := runner.Result{WaitRequeue: time.Minute, Plugins: []runner.PluginResult{
 		{Plugin: "waypoint", Notes: []string{"waypoint idle since 2026-12-01T09:00:00Z: ..."}, RequeueAfter: 20 * time.Minute},
 		{Plugin: "pss"},

@@ -11,6 +11,7 @@ import (
 )
 
 func TestControlledBy(t *testing.T) {
+	t.Parallel()
 	profile := &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{UID: "p1"}}
 	ns := func(refs ...metav1.OwnerReference) *corev1.Namespace {
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{OwnerReferences: refs}}

@@ -136,6 +136,7 @@ func TestRevokeDeletesNothingWhileItsLabelsCouldNotBeTakenOff(t *testing.T) {
 }
 
 func TestRevoke(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := &testPlugin{
 		name: "mesh",
@@ -167,6 +168,7 @@ func TestRevoke(t *testing.T) {
 }
 
 func TestRevokeOfAMissingNamespaceSucceeds(t *testing.T) {
+	t.Parallel()
 	c := fake.NewClientBuilder().WithScheme(runner.NewScheme()).Build()
 	res := newRunner(t, c, &testPlugin{name: "mesh"}).Revoke(context.Background(), testProfile())
 	assert.NoError(t, res.Err())

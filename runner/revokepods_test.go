@@ -119,6 +119,7 @@ func TestRevokeOfASurvivingNamespaceLeavesPodSecurityInPlace(t *testing.T) {
 // too is left to it (the runner lets go, and the label stays). A level another writer changed is
 // that writer's already; the runner's own labels stay beside it.
 func TestRevokeLeavesPodSecurityAnotherWriterHoldsToThatWriter(t *testing.T) {
+	t.Parallel()
 	t.Run("applied under the admin's field manager", func(t *testing.T) {
 		m := newMesh(t).withPodSecurity()
 		m.enrol()
@@ -156,6 +157,7 @@ func TestRevokeLeavesPodSecurityAnotherWriterHoldsToThatWriter(t *testing.T) {
 // fake client loses a terminating object's finalizers on apply, so that one is tested on the API
 // server: internal/integration TestRevokeOfADeletedNamespaceLeavesPodSecurityToItsDeletion.)
 func TestRevokeLeavesPodSecurityToTheDeletionOfALeavingNamespace(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t).withPodSecurity()
 	m.enrol()
 	m.addPod(sidecarPod, map[string]string{"sidecar.istio.io/status": "{}"})
@@ -192,6 +194,7 @@ func TestRevokeKeepsAmbientForATerminatingPodUntilItsGracePeriodEnds(t *testing.
 // The finalizer goes only where garbage collection would take the ztunnel policy with the
 // Profile: in a namespace the Profile controls. Elsewhere Revoke decides when the policy goes.
 func TestTheZtunnelPolicyCarriesTheFinalizerWhereTheProfileControlsTheNamespace(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.enrol()
 	assert.NotContains(t, m.policy(ztunnelName).Finalizers, plugin.ProtectionFinalizer, "annotation-owned: Revoke prunes it itself")
@@ -208,6 +211,7 @@ func TestTheZtunnelPolicyCarriesTheFinalizerWhereTheProfileControlsTheNamespace(
 // Profile, and without the finalizer nothing waits for a runner that no longer runs. Revoke says
 // so once, then writes nothing.
 func TestRevokeHandsTheZtunnelPolicyToTheNamespacesDeletion(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.controlledByProfile()
 	m.enrol()
@@ -273,6 +277,7 @@ func TestAZtunnelPolicyDeletedWithTheProfileStaysUntilItsPodsAreGone(t *testing.
 // (by an admin, or garbage collection after an owner went), it keeps its finalizer and still
 // applies, and the Result says so; the labels that require it stay.
 func TestApplyKeepsAWantedZtunnelPolicyThatIsBeingDeleted(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.controlledByProfile()
 	m.enrol()
@@ -292,6 +297,7 @@ func TestApplyKeepsAWantedZtunnelPolicyThatIsBeingDeleted(t *testing.T) {
 // still wants others: the ztunnel policy, deleted by an admin as the mesh switches to sidecar
 // mode, loses its finalizer and goes, without the warning for an object still wanted.
 func TestApplyReleasesAZtunnelPolicyBeingDeletedThatItsPluginNoLongerWants(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.controlledByProfile()
 	m.enrol()
@@ -314,6 +320,7 @@ func TestApplyReleasesAZtunnelPolicyBeingDeletedThatItsPluginNoLongerWants(t *te
 // that label enrols. (Found by internal/safety: the finalizer kept the deleted policy for them,
 // and every Revoke deleted it again.)
 func TestRevokeReleasesTheZtunnelPolicyWhenOnlyAnotherWriterEnrolsThePods(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.controlledByProfile()
 	m.enrol()
@@ -336,6 +343,7 @@ func TestRevokeReleasesTheZtunnelPolicyWhenOnlyAnotherWriterEnrolsThePods(t *tes
 // Prune never deletes an object that is being deleted already: while a finalizer keeps it, each
 // call would otherwise send the same delete again.
 func TestAnObjectBeingDeletedIsNotDeletedAgain(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.enrol()
 	owner := m.policy(ownerName)

@@ -90,6 +90,7 @@ func (c *podListCounter) guardExists(t *testing.T) bool {
 // labels; Revoke lists them itself for a plugin that only protects pods, and keeps what the
 // running pod depends on until the pod is gone.
 func TestRevokeListsPodsForAPluginThatOnlyProtectsThem(t *testing.T) {
+	t.Parallel()
 	c := newPodListCounter()
 	p := newProtectingPlugin()
 	r := newRunner(t, c, p)
@@ -113,6 +114,7 @@ func TestRevokeListsPodsForAPluginThatOnlyProtectsThem(t *testing.T) {
 // Revoke reads the pods once a call: through the Reader, where observe has listed them already,
 // or through the APIReader, which observe never uses for pods.
 func TestRevokeListsPodsOnce(t *testing.T) {
+	t.Parallel()
 	for _, withAPIReader := range []bool{false, true} {
 		name := map[bool]string{false: "through the Reader", true: "through the APIReader"}[withAPIReader]
 		t.Run(name, func(t *testing.T) {

@@ -144,6 +144,7 @@ func newRunner(t *testing.T, c client.Client, plugins ...plugin.Plugin) *runner.
 }
 
 func TestApplyCreatesDecoratedObjectsAndLabels(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := &testPlugin{
 		name: "mesh",
@@ -176,6 +177,7 @@ func TestApplyCreatesDecoratedObjectsAndLabels(t *testing.T) {
 }
 
 func TestApplyTwiceWritesNothingTheSecondTime(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := &testPlugin{
 		name: "authz",
@@ -216,6 +218,7 @@ func TestApplyRepairsDrift(t *testing.T) {
 }
 
 func TestApplyRemovesAFieldThePluginStopsSetting(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	data := map[string]string{"a": "1", "b": "2"}
 	p := &testPlugin{name: "mesh", objects: func(plugin.Target) []client.Object { return []client.Object{configMap("cfg", data)} }}
@@ -232,6 +235,7 @@ func TestApplyRemovesAFieldThePluginStopsSetting(t *testing.T) {
 }
 
 func TestApplyLeavesForeignObjectsAlone(t *testing.T) {
+	t.Parallel()
 	foreign := policy("owner", "somebody-else")
 	foreign.Namespace = ns
 	foreignCM := configMap("other-plugins", map[string]string{"x": "y"})
@@ -259,6 +263,7 @@ func TestApplyLeavesForeignObjectsAlone(t *testing.T) {
 }
 
 func TestLabelOwnership(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := &testPlugin{name: "pss", labels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}}
 	r := newRunner(t, e, p)
@@ -289,6 +294,7 @@ func TestLabelOwnership(t *testing.T) {
 }
 
 func TestLabelWaitsForTheObjectItRequires(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	authz := &testPlugin{name: "authz", err: errors.New("config not loaded")}
 	mesh := &testPlugin{
@@ -316,6 +322,7 @@ func TestLabelWaitsForTheObjectItRequires(t *testing.T) {
 }
 
 func TestFailedGenerationKeepsEverything(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := &testPlugin{name: "pss", objects: func(plugin.Target) []client.Object { return []client.Object{configMap("cfg", nil)} },
 		labels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}}
@@ -331,12 +338,14 @@ func TestFailedGenerationKeepsEverything(t *testing.T) {
 }
 
 func TestApplyNeedsTheNamespace(t *testing.T) {
+	t.Parallel()
 	c := fake.NewClientBuilder().WithScheme(runner.NewScheme()).Build()
 	res := newRunner(t, c, &testPlugin{name: "mesh"}).Apply(context.Background(), testProfile())
 	assert.ErrorIs(t, res.Err(), runner.ErrNamespaceNotFound)
 }
 
 func TestApplyRejectsBadPluginOutput(t *testing.T) {
+	t.Parallel()
 	other := configMap("x", nil)
 	other.Namespace = "bob"
 	cases := []struct {
@@ -360,6 +369,7 @@ func TestApplyRejectsBadPluginOutput(t *testing.T) {
 }
 
 func TestNewRunnerChecksNames(t *testing.T) {
+	t.Parallel()
 	_, err := runner.NewRunner(nil, &testPlugin{name: "Mesh_1"})
 	assert.ErrorContains(t, err, `plugins[0].Name() "Mesh_1"`)
 	_, err = runner.NewRunner(nil, &testPlugin{name: "a"}, &testPlugin{name: "a"})
@@ -367,6 +377,7 @@ func TestNewRunnerChecksNames(t *testing.T) {
 }
 
 func TestPluginsCannotFightOverALabel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := &testPlugin{name: "a", labels: map[string]string{"shared": "one", "same": "x"}}
 	b := &testPlugin{name: "b", labels: map[string]string{"shared": "two", "same": "x", "own": "y"}}
@@ -386,6 +397,7 @@ func TestPluginsCannotFightOverALabel(t *testing.T) {
 }
 
 func TestAdoptTakesOverOnlyWhatThePluginNames(t *testing.T) {
+	t.Parallel()
 	kfamMade := policy("user-bob-example-com-clusterrole-edit", "anyone")
 	kfamMade.Namespace = ns
 	kfamMade.Annotations = map[string]string{"user": "bob@example.com", "role": "edit"}
@@ -427,6 +439,7 @@ func (p *adoptingPlugin) Generate(t plugin.Target) (plugin.Desired, error) {
 }
 
 func TestRetryableTellsInputErrorsFromAPIErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	bad := &testPlugin{name: "bad", err: errors.New("owner is invalid")}
 	res := newRunner(t, e, bad).Apply(context.Background(), testProfile())
@@ -449,6 +462,7 @@ func TestRetryableTellsInputErrorsFromAPIErrors(t *testing.T) {
 // that protected the waypoint is rewritten; the other way round, a request could reach the
 // waypoint while no policy is attached to it.
 func TestEnrolmentLabelsAreWithdrawnBeforeObjectsChange(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var order []string
 	c := interceptor.NewClient(e.Client.(client.WithWatch), interceptor.Funcs{
@@ -504,6 +518,7 @@ func (p *enrolmentPlugin) Generate(t plugin.Target) (plugin.Desired, error) {
 // A routing label whose value changes is withdrawn before the objects change too, and set again
 // with its new value after them.
 func TestEnrolmentLabelWhoseValueChangesIsWithdrawnFirst(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var order []string
 	c := interceptor.NewClient(e.Client.(client.WithWatch), interceptor.Funcs{

@@ -16,6 +16,7 @@ import (
 // A type the scheme does not know has no kind: it is an error every time it is asked for, never
 // a cached empty kind.
 func TestGVKOfAnUnknownTypeIsAnErrorEveryTime(t *testing.T) {
+	t.Parallel()
 	s := runtime.NewScheme() // knows nothing
 	for range 2 {
 		_, err := runner.GVKFor(s, &corev1.ConfigMap{})
@@ -29,6 +30,7 @@ func TestGVKOfAnUnknownTypeIsAnErrorEveryTime(t *testing.T) {
 
 // Metadata-only lists share one Go type across kinds; the kind must come from the object.
 func TestGVKOfMetadataListsIsNotCachedByType(t *testing.T) {
+	t.Parallel()
 	s := runner.NewScheme()
 	rb := &metav1.PartialObjectMetadataList{}
 	rb.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBindingList"))

@@ -12,6 +12,7 @@ import (
 )
 
 func TestALabelWithASecondWriterIsReported(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// The profiles controller's namespace-labels.yaml (kubeflow-pss overlay) wrote enforce first.
 	require.NoError(t, e.Apply(context.Background(), corev1ac.Namespace(ns).WithLabels(map[string]string{

@@ -8,6 +8,7 @@ import (
 )
 
 func TestCRDNameSpellsThePluralsOfTheKindsThePluginsWrite(t *testing.T) {
+	t.Parallel()
 	for kind, want := range map[schema.GroupVersionKind]string{
 		{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "Gateway"}:     "gateways.gateway.networking.k8s.io",
 		{Group: "security.istio.io", Version: "v1", Kind: "AuthorizationPolicy"}: "authorizationpolicies.security.istio.io",

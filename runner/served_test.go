@@ -61,6 +61,7 @@ func wantsPolicy(name string) *testPlugin {
 // A kind the API server does not serve has no objects: a plugin that lists it but writes none of
 // it converges (sidecar mode's waypoint plugin lists Gateways so).
 func TestAKindNotServedIsObservedAsEmpty(t *testing.T) {
+	t.Parallel()
 	noMatch := &meta.NoKindMatchError{GroupKind: policyGVK.GroupKind(), SearchedVersions: []string{"v1"}}
 	for name, listErr := range map[string]error{
 		"no mapping":  noMatch,
@@ -80,6 +81,7 @@ func TestAKindNotServedIsObservedAsEmpty(t *testing.T) {
 // names the object and the CRD to install, it is retried (installing the CRD fixes it), and none of
 // the plugin's labels is set; another plugin is not held up.
 func TestAPluginThatWantsAKindNotServedFailsClosedNamingTheCRD(t *testing.T) {
+	t.Parallel()
 	c := unservedEnv(t, &meta.NoKindMatchError{GroupKind: policyGVK.GroupKind(), SearchedVersions: []string{"v1"}}, nil)
 	res := newRunner(t, c, wantsPolicy("mesh"), labelsOnly("pss", map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})).
 		Apply(context.Background(), testProfile())
@@ -103,6 +105,7 @@ func TestAPluginThatWantsAKindNotServedFailsClosedNamingTheCRD(t *testing.T) {
 // A cache with ReaderFailOnMissingInformer refuses a kind it has no informer for: it counts as not
 // served only when the mapper does not know the kind either, otherwise it is the error it is.
 func TestACacheThatRefusesAKindAsksTheMapper(t *testing.T) {
+	t.Parallel()
 	notCached := &cache.ErrResourceNotCached{GVK: policyGVK}
 
 	unknown := meta.NewDefaultRESTMapper(nil)
@@ -122,6 +125,7 @@ func TestACacheThatRefusesAKindAsksTheMapper(t *testing.T) {
 // Any other List failure stops the call as before: an empty observation would look like a
 // namespace without policies.
 func TestOtherListErrorsStillStopTheCall(t *testing.T) {
+	t.Parallel()
 	c := unservedEnv(t, apierrors.NewServiceUnavailable("etcd is away"), nil)
 	res := newRunner(t, c, labelsOnly("mesh", map[string]string{"istio-injection": "enabled"})).Apply(context.Background(), testProfile())
 	require.Error(t, res.Err())

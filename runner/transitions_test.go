@@ -447,6 +447,7 @@ func TestReplacedOwnerPolicyRemovesTheWaypoint(t *testing.T) {
 // the waypoint's own pods (controlled by the plugin's Gateway through istiod's Deployment); point
 // admins to an admission policy that forbids the label and annotation in user namespaces.
 func TestPodsOutsideEveryDataPlaneAreReported(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.enrol()
 	for _, pod := range []*corev1.Pod{
@@ -549,6 +550,7 @@ func TestSidecarSwitchWaitsForPods(t *testing.T) {
 // policy that label requires, as for a label pods depend on, and says why; without it the
 // namespace would stay enrolled in ambient with no policy to keep it closed (review3, R3-1).
 func TestADataPlaneLabelAnotherWriterAlsoOwnsKeepsTheZtunnelPolicyThroughASwitchToSidecars(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.enrol()
 	require.NoError(t, m.c.Apply(context.Background(), corev1ac.Namespace(ns).WithLabels(map[string]string{dataplaneMode: "ambient"}),

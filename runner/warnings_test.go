@@ -21,6 +21,7 @@ func (r recordingHandler) HandleWarningHeader(_ int, _, message string) {
 }
 
 func TestWithWarningsComposesWithTheConfigsHandler(t *testing.T) {
+	t.Parallel()
 	var got []string
 	for name, cfg := range map[string]*rest.Config{
 		"with context": {WarningHandlerWithContext: recordingHandler{&got}},
@@ -40,6 +41,7 @@ func TestWithWarningsComposesWithTheConfigsHandler(t *testing.T) {
 }
 
 func TestWithWarningsKeepsControllerRuntimesDefault(t *testing.T) {
+	t.Parallel()
 	wrapped := WithWarnings(&rest.Config{})
 	h, ok := wrapped.WarningHandlerWithContext.(WarningHandler)
 	require.True(t, ok)

@@ -43,6 +43,7 @@ func (m *mesh) routedAtWrites(watch ...string) *[]string {
 }
 
 func TestRoutingIsWithdrawnBeforeAStatusGatedObjectIsWritten(t *testing.T) {
+	t.Parallel()
 	gateway := "Gateway/waypoint"
 	patch := "ConfigMap/waypoint-seccomp"
 	for name, tc := range map[string]struct {
@@ -116,6 +117,7 @@ func writesOf(writes []string, what string) []string {
 // When the withdrawal fails, the object is not written either: routing keeps pointing at the
 // version istiod programmed, which is what it routes to, and the next call withdraws first.
 func TestAFailedWithdrawalLeavesTheStatusGatedObjectAsItIs(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.enrol()
 	gw := m.gateway()
@@ -167,6 +169,7 @@ func failFirstLabelWrite() func(string, any) error {
 // sent before istiod programs the new generation (the property test's W-ROUTE leaves the Programmed
 // condition of such a label to its writer).
 func TestAnotherWritersRoutingLabelOnARewrittenWaypointIsReportedAndTheNamespaceStaysClosed(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	m.editNamespace("gitops", func(n *corev1.Namespace) {
 		n.Labels = map[string]string{useWaypoint: m.cfg.Mesh.Waypoint.Name}

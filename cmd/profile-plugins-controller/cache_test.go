@@ -97,6 +97,7 @@ func (c *collectionReads) all() []collectionRead {
 // enrolment, routing and deletion, and checks each one. Pods are read past the cache, in the one
 // namespace (Pod Security's preflight, the revoke).
 func TestManagerCachesNoPodsConfigMapsOrSecretsClusterWide(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	reads := &collectionReads{}
 	restCfg := rest.CopyConfig(env.Base)
@@ -104,7 +105,7 @@ func TestManagerCachesNoPodsConfigMapsOrSecretsClusterWide(t *testing.T) {
 	cfg := config.Default()
 	cfg.Mesh.Waypoint.SeccompPatch = ptrTo(true) // a ConfigMap of the plugins' own, whatever the default
 	require.NoError(t, cfg.Validate())
-	ctx := startManager(t, restCfg, ctrl.Options{}, cfg, nil)
+	ctx := startManager(t, restCfg, ctrl.Options{}, cfg, only(nil, "inez"))
 	c := env.Client
 	h := &harness{t: t, env: env}
 
@@ -167,6 +168,7 @@ func TestManagerCachesNoPodsConfigMapsOrSecretsClusterWide(t *testing.T) {
 
 // The example's cache options are the library's: a fork copies plugins.CacheByObject too.
 func TestCacheOptionsSelectTheManagedConfigMaps(t *testing.T) {
+	t.Parallel()
 	opts := cacheOptions()
 	require.Len(t, opts.ByObject, 3, "ConfigMaps, EndpointSlices and RoleBinding metadata")
 	for obj, by := range opts.ByObject {
@@ -191,6 +193,7 @@ func TestCacheOptionsSelectTheManagedConfigMaps(t *testing.T) {
 
 // A Reconciler built for a manager reads past the cache through the manager's API reader.
 func TestManagedReconcilerHasAnAPIReader(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	mgr, err := ctrl.NewManager(env.Base, ctrl.Options{Scheme: envtest.NewScheme(), Cache: cacheOptions()})
 	require.NoError(t, err)
@@ -241,6 +244,7 @@ func (n *namespaceReads) in(ns string) []string {
 // label write (Pod Security admission's check of existing pods). Only the per-namespace seccomp
 // patch, an opt-in, costs a read: its ConfigMap's name, which the label-selected cache would hide.
 func TestFirstReconcileOfANewNamespaceReadsNothingPastTheCache(t *testing.T) {
+	t.Parallel()
 	env := envtest.Start(t)
 	reads := &namespaceReads{}
 	restCfg := rest.CopyConfig(env.Base)

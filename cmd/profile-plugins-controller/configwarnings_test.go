@@ -13,6 +13,7 @@ import (
 // What the configuration allows but warns about is logged at start, one line a warning: a very
 // wide ipBlocks range is otherwise said nowhere by the controller.
 func TestConfigWarningsAreLoggedAtStart(t *testing.T) {
+	t.Parallel()
 	logs := &logLines{}
 	logger := funcr.New(func(prefix, args string) { logs.lines = append(logs.lines, prefix+" "+args) }, funcr.Options{})
 

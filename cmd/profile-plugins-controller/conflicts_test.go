@@ -25,6 +25,7 @@ import (
 )
 
 func TestForeignObjectWithAManagedNameIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const ns = "bob"
@@ -54,6 +55,7 @@ func TestForeignObjectWithAManagedNameIsLeftAlone(t *testing.T) {
 // is an opt-in, and with it on the Gateway never names a ConfigMap another writer made: istiod
 // does not build the waypoint from it, and the namespace is not routed while it is there.
 func TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	h.withPatch()
 	c := h.env.Client
@@ -83,6 +85,7 @@ func TestForeignSeccompConfigMapKeepsTheNamespaceOffTheWaypoint(t *testing.T) {
 // conflict: the plugins leave it alone, make no waypoint for it, and never route the namespace or
 // the ingress to a waypoint that would have no owner policy. The ztunnel policy still enrols it.
 func TestLegacyOwnerPolicyKeepsTheNamespaceOffTheWaypoint(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const ns = "safety-legacy"

@@ -101,7 +101,8 @@ func kfamRoleBinding(ns, user, role string) *rbacv1.RoleBinding {
 // contributor's policy, and deleting it removes the policy, each in the first reconcile after the
 // event. A wildcard contributor gets no policy and an error in the condition and the events.
 func TestContributorBindingsConvergeThroughTheWatch(t *testing.T) {
-	env := envtest.Start(t)
+	t.Parallel()
+	env := envtest.Start(t).Counted(t)
 	cfg := config.Default()
 	cfg.Authorization.Contributors = config.ContributorsByPlugin
 	// This test is about the watch: with no grace period the plugin writes each change itself in
@@ -110,10 +111,10 @@ func TestContributorBindingsConvergeThroughTheWatch(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 	const ns = "contrib"
 	var rec *reconcileLog
-	ctx := startManager(t, env.Config, ctrl.Options{}, cfg, func(r *Reconciler) reconcile.Reconciler {
+	ctx := startManager(t, env.Config, ctrl.Options{}, cfg, only(func(r *Reconciler) reconcile.Reconciler {
 		rec = &reconcileLog{next: r, c: env.Client, ns: ns}
 		return rec
-	})
+	}, ns))
 
 	h := &harness{t: t, env: env}
 	c := env.Client

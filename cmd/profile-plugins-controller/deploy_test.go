@@ -137,6 +137,7 @@ func pluginConfig(t *testing.T, objs []*unstructured.Unstructured) *config.Confi
 // read-only root filesystem, the PluginConfig mounted where -config reads it, the image by the
 // name `images:` overrides.
 func TestDeployBuildsARestrictedControllerDeployment(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{baseDir, besideDir} {
 		t.Run(dir, func(t *testing.T) {
 			objs := kustomize(t, dir)
@@ -180,6 +181,7 @@ func TestDeployBuildsARestrictedControllerDeployment(t *testing.T) {
 
 // An admin's overlay points the image elsewhere with `images:` alone.
 func TestDeployImageIsOverriddenByImages(t *testing.T) {
+	t.Parallel()
 	d := into[appsv1.Deployment](t, find(t, kustomize(t, mirrorDir), "Deployment", "profile-plugins-controller"))
 	assert.Equal(t, "registry.example.com/mirror/profile-plugins-controller:v9.9.9", d.Spec.Template.Spec.Containers[0].Image)
 }
@@ -187,6 +189,7 @@ func TestDeployImageIsOverriddenByImages(t *testing.T) {
 // The no-fork PluginConfig keeps the plugins' owner policy apart from the stock controller's and
 // never takes it over, and writes contributor policies the waypoint enforces.
 func TestBesideKubeflowConfigStaysOffTheStockPolicy(t *testing.T) {
+	t.Parallel()
 	cfg := pluginConfig(t, kustomize(t, besideDir))
 	assert.NotEqual(t, stockPolicy, cfg.Authorization.OwnerPolicyName)
 	assert.NotEqual(t, stockPolicy, cfg.Authorization.ZtunnelPolicyName)
@@ -225,6 +228,7 @@ func pluginLabel(k string) bool {
 // (routed, or not yet routed because the waypoint is not Programmed); and the component points
 // the stock Deployment at the ConfigMap the overlay makes of that file.
 func TestStockNamespaceLabelsNeverTouchPluginLabels(t *testing.T) {
+	t.Parallel()
 	objs := kustomize(t, besideDir)
 	cm := into[corev1.ConfigMap](t, find(t, objs, "ConfigMap", stockLabelsCM))
 	assert.Equal(t, stockLabelsCM, cm.Name, "no hash suffix: the stock Deployment is built elsewhere")
@@ -267,6 +271,7 @@ func TestStockNamespaceLabelsNeverTouchPluginLabels(t *testing.T) {
 // The fork component binds only the plugins' ClusterRole, to the fork's ServiceAccount, and hands
 // the fork its PluginConfig through -profile-plugins-config.
 func TestForkComponentWiresThePluginsIntoTheFork(t *testing.T) {
+	t.Parallel()
 	objs := kustomize(t, forkDir)
 	var roles []string
 	for _, u := range objs {
@@ -320,7 +325,7 @@ func applyBuild(t *testing.T, c client.Client, objs []*unstructured.Unstructured
 
 // Every build is accepted by a real API server, Deployments included.
 func TestDeployBuildsAreAcceptedByTheAPIServer(t *testing.T) {
-	env := envtest.StartFresh(t, 0) // its own: it creates namespace kubeflow, which other tests expect absent
+	env := oneAtATime(t, installServer)
 	for _, dir := range []string{baseDir, besideDir, stockDir, forkDir} {
 		t.Run(dir, func(t *testing.T) { applyBuild(t, env.Client, kustomize(t, dir), false) })
 	}
@@ -393,7 +398,7 @@ func besideFile(t *testing.T) map[string]string {
 // policy and labels (a stand-in writes them as the stock controller does) stay as they are; once
 // settled a resync writes nothing; deleting the Profile revokes everything.
 func TestBesideKubeflowControllerConvergesAsItsServiceAccount(t *testing.T) {
-	env := envtest.StartFresh(t, 0) // its own: it creates namespace kubeflow, which other tests expect absent
+	env := oneAtATime(t, installServer)
 	admin := env.Client
 	objs := kustomize(t, besideDir)
 	applyBuild(t, admin, objs, true)
@@ -405,10 +410,10 @@ func TestBesideKubeflowControllerConvergesAsItsServiceAccount(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, apierrors.IsForbidden(limited.List(context.Background(), &corev1.SecretList{})), "RBAC binds the ServiceAccount to the overlay's roles only")
 
-	ctx := startManager(t, as, ctrl.Options{HealthProbeBindAddress: "0", LeaderElection: true,
-		LeaderElectionID: "profile-plugins-beside-test", LeaderElectionNamespace: saNamespace}, cfg, nil)
-	h := &harness{t: t, env: env}
 	const ns, owner = "beside-frank", "frank@example.com"
+	ctx := startManager(t, as, ctrl.Options{HealthProbeBindAddress: "0", LeaderElection: true,
+		LeaderElectionID: "profile-plugins-beside-test", LeaderElectionNamespace: saNamespace}, cfg, only(nil, ns))
+	h := &harness{t: t, env: env}
 	createProfile(t, admin, ns, owner)
 	labelled := func(key, value string) func() bool {
 		return func() bool {
@@ -533,7 +538,7 @@ func programmed(gw *gatewayv1.Gateway) bool {
 // plugins' owner policy, delete the overlay. The namespace never fails open on the way, the stock
 // controller's policy stays, and a Profile deleted afterwards is not kept by the plugins.
 func TestUninstallInOrderNeverFailsOpen(t *testing.T) {
-	env := envtest.StartFresh(t, 0) // its own: it creates namespace kubeflow, which other tests expect absent
+	env := oneAtATime(t, installServer)
 	admin := env.Client
 	ctx := context.Background()
 	objs := kustomize(t, besideDir)
@@ -546,7 +551,7 @@ func TestUninstallInOrderNeverFailsOpen(t *testing.T) {
 	h := &harness{t: t, env: env}
 	const ns, owner = "uninstall-gina", "gina@example.com"
 
-	_, stop := runManager(t, as, opts, cfg, nil)
+	_, stop := runManager(t, as, opts, cfg, only(nil, ns))
 	createProfile(t, admin, ns, owner)
 	require.Eventually(t, func() bool { return h.exists(&gatewayv1.Gateway{}, ns, "waypoint") }, 30*time.Second, 100*time.Millisecond)
 	stockStandIn(t, admin, ns, owner, besideFile(t))
@@ -557,7 +562,7 @@ func TestUninstallInOrderNeverFailsOpen(t *testing.T) {
 	// 1. mesh.mode: sidecar, and the controller restarted with it.
 	sampled := openness(t, admin, ns, cfg)
 	sidecar := withMode(t, objs, config.ModeSidecar)
-	_, stop = runManager(t, as, opts, sidecar, nil)
+	_, stop = runManager(t, as, opts, sidecar, only(nil, ns))
 	require.Eventually(t, func() bool {
 		l := h.labels(ns)
 		c := h.profile(ns).Status.Conditions

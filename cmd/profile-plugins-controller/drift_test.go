@@ -36,6 +36,7 @@ func (h *harness) storedAction(ns, name string) string {
 // exactly the desired spec again, action ALLOW included, names the writer, and keeps enrolment
 // (routing waits for the call after the restore).
 func TestForeignDriftOfTheZtunnelPolicyIsRestored(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const ns = "safety-drift"
@@ -89,6 +90,7 @@ func TestForeignDriftOfTheZtunnelPolicyIsRestored(t *testing.T) {
 // routing waits for the next call (istiod may still run the changed version), and it is quiet
 // after (see runner/hardening_test.go for the findings).
 func TestDryRunAnnotationAndPatchConfigMapKeysAreRestored(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	h.withPatch()
 	c := h.env.Client

@@ -20,6 +20,7 @@ import (
 )
 
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const ns = "alice"

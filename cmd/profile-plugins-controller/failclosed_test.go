@@ -78,6 +78,7 @@ func (r *recorder) settle() {
 // an ambient namespace has its ztunnel policy, and istio.io/use-waypoint never names a waypoint
 // that is missing, not Programmed, or without the owner policy attached.
 func TestFailClosedInvariant(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	wc, err := client.NewWithWatch(h.env.Config, client.Options{Scheme: envtest.NewScheme()})
 	require.NoError(t, err)

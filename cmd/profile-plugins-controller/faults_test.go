@@ -91,6 +91,7 @@ type step struct {
 // switch to sidecar mode, then runs the step again without faults: the namespace must end exactly
 // as in a fault-free run, with no orphaned objects and nothing of anyone else's changed.
 func TestFaultInjection(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	wc, err := client.NewWithWatch(h.env.Config, client.Options{Scheme: envtest.NewScheme()})
 	require.NoError(t, err)

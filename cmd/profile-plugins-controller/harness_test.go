@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"sync"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,7 +29,47 @@ import (
 	"github.com/kubeflow-ambient/profile-plugins/ownership"
 )
 
-func TestMain(m *testing.M) { envtest.Main(m) }
+// TestMain runs four tests at a time unless -parallel says otherwise: they mostly wait for the
+// API server and the controller's watches, and go test's default (GOMAXPROCS) leaves two cores
+// idle while two tests wait.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", "4"); err != nil {
+			panic(err)
+		}
+	}
+	envtest.Main(m)
+}
+
+// Keys of the package's API servers (envtest.StartKeyed) for tests that change what the whole
+// cluster sees, which the tests on the shared server (envtest.Start) must not meet. The tests of
+// one key run one after another (oneAtATime), since each changes the same cluster-wide objects,
+// and their managers reconcile only their own Profiles (only).
+const (
+	// installServer has namespace kubeflow (other tests check that the controller never makes
+	// it) and an install's RBAC: deploy/rbac/role.yaml, or an overlay's build, which binds the
+	// same ClusterRoles.
+	installServer = "kubeflow namespace and an install's RBAC"
+	// guardServer has the guard installed, by each test in turn (installGuard).
+	guardServer = "guard"
+)
+
+// keyLocks keep the tests of one key one at a time.
+var keyLocks = map[string]*sync.Mutex{installServer: {}, guardServer: {}}
+
+// oneAtATime returns the API server of key once no other test of key runs, and holds it until
+// the test and its cleanups (its manager stopped, its guard removed) are done; the test runs in
+// parallel with the tests on other servers.
+func oneAtATime(t *testing.T, key string) *envtest.Env {
+	t.Helper()
+	t.Parallel()
+	keyLocks[key].Lock()
+	t.Cleanup(keyLocks[key].Unlock)
+	return envtest.StartKeyed(t, key)
+}
 
 type harness struct {
 	t   *testing.T
@@ -36,8 +78,10 @@ type harness struct {
 	reg *prometheus.Registry
 }
 
+// newHarness is a harness on the package's shared API server, with a client whose requests are
+// counted apart from other tests'.
 func newHarness(t *testing.T, mode config.MeshMode) *harness {
-	h := &harness{t: t, env: envtest.Start(t), reg: prometheus.NewRegistry()}
+	h := &harness{t: t, env: envtest.Start(t).Counted(t), reg: prometheus.NewRegistry()}
 	h.configure(mode)
 	return h
 }
@@ -166,6 +210,25 @@ func (h *harness) handedOver(ns, owner string) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// only passes to the Reconciler (wrapped by wrap, if set) the reconciles of the named Profiles
+// alone: the package's tests share an API server, and a manager reconciles every Profile it sees,
+// other tests' too, with a configuration of its own.
+func only(wrap func(*Reconciler) reconcile.Reconciler, names ...string) func(*Reconciler) reconcile.Reconciler {
+	ours := sets.New(names...)
+	return func(r *Reconciler) reconcile.Reconciler {
+		var next reconcile.Reconciler = r
+		if wrap != nil {
+			next = wrap(r)
+		}
+		return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			if !ours.Has(req.Name) {
+				return reconcile.Result{}, nil
+			}
+			return next.Reconcile(ctx, req)
+		})
+	}
+}
 
 // startManager runs the reference controller for cfg in a manager on restCfg until the test ends,
 // as main does: opts gets the scheme, main's cache options, no metrics server, and no controller-name check (several

@@ -19,6 +19,7 @@ import (
 // it in force while the plugin wants it, so `kubectl delete` waits. The Profile's condition says
 // it is held, by which finalizer and why, and an event says it once.
 func TestAHeldZtunnelPolicyIsInTheConditionAndAnEvent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	const ns = "held"
 	h.enrol(ns, "holly@example.com")

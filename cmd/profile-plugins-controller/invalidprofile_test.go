@@ -23,6 +23,7 @@ import (
 // API server's validation and return that error before the runner ran: no condition, and the log
 // repeated the error with backoff forever.
 func TestAProfileWhoseNameCannotBeANamespaceGetsATerminalCondition(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	const name = "team.a"
 	createProfile(t, h.env.Client, name, "alice@example.com")
@@ -46,6 +47,7 @@ func TestAProfileWhoseNameCannotBeANamespaceGetsATerminalCondition(t *testing.T)
 // guard did not. Now such a Profile is an input error naming spec.owner.name, and neither a
 // namespace nor anything in it is made for it.
 func TestAProfileWithoutAnOwnerGetsATerminalConditionAndNoNamespace(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	const name = "ownerless"
 	createProfile(t, h.env.Client, name, "")

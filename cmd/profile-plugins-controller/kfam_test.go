@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path"
 	"reflect"
 	"strings"
 	"sync"
@@ -146,14 +147,15 @@ func runAtOnce(ctx context.Context, steps map[string]func(context.Context, strin
 // policy is the plugin's, on the waypoint, with exactly the contributor's rule, and a removed
 // contributor's is gone.
 func TestKfamsRequestsNeverFailBecauseOfThePlugin(t *testing.T) {
-	// Its own API server: the managers other tests of this package start watch every namespace of
-	// the shared one, and with other contributor settings they would write these policies too.
-	env := envtest.StartFresh(t, 0)
+	t.Parallel()
+	env := envtest.Start(t).Counted(t)
 	cfg := config.Default()
 	cfg.Authorization.Contributors = config.ContributorsByPlugin
 	require.NoError(t, cfg.Validate())
 	const ns = "kfam-race"
-	ctx := startManager(t, env.Config, ctrl.Options{}, cfg, nil)
+	// only: the managers of other tests on the shared server, with other contributor settings,
+	// reconcile only their own Profiles, so none of them writes these policies.
+	ctx := startManager(t, env.Config, ctrl.Options{}, cfg, only(nil, ns))
 	h := &harness{t: t, env: env}
 	c := env.Client
 	createProfile(t, c, ns, "owner@example.com")
@@ -240,6 +242,7 @@ func (h *harness) waitForNoPolicy(ns, user string) {
 // grants, so deleting it never opens the namespace). Before the guard let that DELETE through,
 // every removal answered the dashboard with the guard's refusal.
 func TestKfamAddsAndRemovesContributorsWithTheGuardInstalled(t *testing.T) {
+	oneAtATime(t, guardServer)
 	for _, build := range []struct{ dir, controllerSA string }{
 		{besideDir, "profile-plugins"}, {forkDir, "profiles-controller-service-account"},
 	} {
@@ -248,15 +251,16 @@ func TestKfamAddsAndRemovesContributorsWithTheGuardInstalled(t *testing.T) {
 }
 
 func kfamUnderTheGuard(t *testing.T, dir, controllerSA string) {
-	env := envtest.StartFresh(t, 0)
+	env := envtest.StartKeyed(t, guardServer)
 	cfg := pluginConfig(t, kustomize(t, dir))
-	fixture.InstallGuard(t, env.Client, cfg)
-	const ns = "kfam-guarded"
-	fixture.ClusterAdmin(t, env.Client, "controller", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: controllerSA, Namespace: "kubeflow"})
+	installGuard(t, env.Client, cfg)
+	build := path.Base(dir)
+	ns := "kfam-guarded-" + build
+	clusterAdmin(t, env.Client, "controller-"+build, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: controllerSA, Namespace: "kubeflow"})
 	controller := rest.CopyConfig(env.Config)
 	controller.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kubeflow:" + controllerSA,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kubeflow", "system:authenticated"}}
-	ctx := startManager(t, controller, ctrl.Options{}, cfg, nil)
+	ctx := startManager(t, controller, ctrl.Options{}, cfg, only(nil, ns))
 	h := &harness{t: t, env: env}
 	createProfile(t, env.Client, ns, "owner@example.com")
 	require.Eventually(t, func() bool {
@@ -266,7 +270,7 @@ func kfamUnderTheGuard(t *testing.T, dir, controllerSA string) {
 	h.programWaypoint(ns)
 
 	const kfamUser = "system:serviceaccount:kubeflow:profiles-controller-service-account"
-	fixture.ClusterAdmin(t, env.Client, "kfam", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "profiles-controller-service-account", Namespace: "kubeflow"})
+	clusterAdmin(t, env.Client, "kfam-"+build, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "profiles-controller-service-account", Namespace: "kubeflow"})
 	kfam := kfamImitation{c: fixture.As(t, env.Base, envtest.NewScheme(), kfamUser, "system:serviceaccounts", "system:serviceaccounts:kubeflow"), ns: ns}
 	users := []string{"ann@example.com", "ben@example.com", "cy@example.com"}
 	for _, u := range users {

@@ -41,6 +41,7 @@ func (c *namespaceWrites) Apply(ctx context.Context, obj runtime.ApplyConfigurat
 // The first reconcile writes every plugin's labels in one namespace write, as the profiles
 // controller updates a namespace once, and a steady state writes nothing.
 func TestFirstReconcileWritesTheNamespaceOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	const ns = "labels-once"
 	createProfile(t, h.env.Client, ns, "once@example.com")
@@ -114,6 +115,7 @@ func (h *harness) rewind(ns string, retired map[string]map[string]string) (wante
 // the rest. Labels stay where the shared manager now co-owns them; a label the old manager owned
 // alone that no plugin wants any more is removed; another writer's label is untouched.
 func TestUpgradeTakesOverThePerPluginLabelManagers(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	for _, tc := range []struct {
 		ns      string

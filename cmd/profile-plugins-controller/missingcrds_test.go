@@ -22,6 +22,7 @@ import (
 // does not write: sidecar mode without the Gateway API, none mode without it or Istio. A watch of
 // a kind that is not served would keep the controller from ever starting.
 func TestTheControllerStartsWithoutCRDsItsModeDoesNotNeed(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		left    envtest.CRDs
@@ -36,6 +37,7 @@ func TestTheControllerStartsWithoutCRDsItsModeDoesNotNeed(t *testing.T) {
 			map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			env := envtest.StartWithout(t, tc.left)
 			cfg := config.Default()
 			cfg.Mesh.Mode = tc.mode
@@ -70,7 +72,9 @@ func TestTheControllerStartsWithoutCRDsItsModeDoesNotNeed(t *testing.T) {
 
 // A CRD installed after the controller started is watched from then on, without a restart: with
 // the Gateway API installed later, a waypoint deleted by someone is made again at once, through
-// the watch (the wait requeue is set far beyond the test).
+// the watch (the wait requeue is set far beyond the test). An API server of its own, since it
+// installs CRDs; and not in parallel, since it shortens laterWatchInterval, which every manager's
+// setup reads.
 func TestACRDInstalledLaterIsWatchedWithoutARestart(t *testing.T) {
 	env := envtest.StartFresh(t, envtest.GatewayAPI)
 	laterWatchInterval = 200 * time.Millisecond

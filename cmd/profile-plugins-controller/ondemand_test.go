@@ -15,6 +15,7 @@ import (
 )
 
 func TestWaypointMetricsCountActiveAndIdle(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics(prometheus.NewRegistry())
 	gatewayRef := plugin.Ref{GroupKind: schema.GroupKind{Group: gatewayv1.GroupName, Kind: "Gateway"}, Name: "waypoint"}
 	gw := runner.PluginResult{Plugin: waypoint.PluginName, Unchanged: []plugin.Ref{gatewayRef}}

@@ -263,8 +263,8 @@ func (p *profileCalls) waypoints(state string) float64 {
 	return testutil.ToFloat64(p.metrics.waypoints.WithLabelValues(state))
 }
 
-// The reference controller runs mesh.waypoint.provision onDemand on an API server of its own
-// (other tests' managers watch every namespace of the shared one), driven only by what a cluster
+// The reference controller runs mesh.waypoint.provision onDemand (reconciling only this test's
+// Profile on the shared API server), driven only by what a cluster
 // would do: a Profile, then a Service and its EndpointSlice written as the EndpointSlice
 // controller writes them (envtest runs no controllers), and istiod's Programmed status
 // (programWaypoint). Each write of the controller is followed by a read of the namespace on the
@@ -272,8 +272,9 @@ func (p *profileCalls) waypoints(state string) float64 {
 // idleAfter is a few seconds: validation refuses only zero and less (under a minute is a
 // warning), and the flap step needs a window the test can reliably write inside of under load.
 func TestOnDemandControllerFollowsTheEndpointSliceWatch(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
-	env := envtest.StartFresh(t, 0)
+	env := envtest.Start(t).Counted(t)
 	step := func(name string) { t.Logf("%6.1fs %s", time.Since(began).Seconds(), name) }
 	const idleAfter = 5 * time.Second
 	cfg := fixture.Config(t, "mesh: {waypoint: {provision: onDemand, idleAfter: 5s}}\n")
@@ -285,7 +286,7 @@ func TestOnDemandControllerFollowsTheEndpointSliceWatch(t *testing.T) {
 	// Also when a step failed first: every fail-open state the check saw is reported.
 	t.Cleanup(func() { check.requireClosed(t, "at the end") })
 	calls := &profileCalls{name: ns}
-	_, stop := runManager(t, env.Config, ctrl.Options{NewClient: check.newClient}, cfg, calls.wrap)
+	_, stop := runManager(t, env.Config, ctrl.Options{NewClient: check.newClient}, cfg, only(calls.wrap, ns))
 	t.Cleanup(stop)
 	h := &harness{t: t, env: env}
 
@@ -495,7 +496,7 @@ func TestOnDemandControllerFollowsTheEndpointSliceWatch(t *testing.T) {
 	stop()
 	mark = check.mark()
 	restarted := &profileCalls{name: ns}
-	_, stop = runManager(t, env.Config, ctrl.Options{NewClient: check.newClient}, cfg, restarted.wrap)
+	_, stop = runManager(t, env.Config, ctrl.Options{NewClient: check.newClient}, cfg, only(restarted.wrap, ns))
 	t.Cleanup(stop)
 	res, err = restarted.quiet(t, "restarted while idle")
 	require.NoError(t, err)

@@ -87,6 +87,7 @@ func refusedProfile(t *testing.T, h *harness, name, owner, wantRule string) {
 
 // A user registers a Profile named like an existing team namespace nobody handed over.
 func TestProfileNamedLikeAnUnownedNamespaceWritesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const name = "team-data"
@@ -98,6 +99,7 @@ func TestProfileNamedLikeAnUnownedNamespaceWritesNothing(t *testing.T) {
 
 // The same with a namespace another user owns, by the profiles controller's annotation.
 func TestProfileNamedLikeAnotherUsersNamespaceWritesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	const name = "team-ml"
 	require.NoError(t, h.env.Client.Create(context.Background(), ownedNamespace(name, "olivia@example.com")))
@@ -107,6 +109,7 @@ func TestProfileNamedLikeAnotherUsersNamespaceWritesNothing(t *testing.T) {
 
 // kube-system exists in every cluster, the API server's own.
 func TestProfileNamedKubeSystemWritesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	createProfile(t, h.env.Client, "kube-system", "mallory@example.com")
 	refusedProfile(t, h, "kube-system", "mallory@example.com", `reserved (it matches "kube-*"`)
@@ -116,6 +119,7 @@ func TestProfileNamedKubeSystemWritesNothing(t *testing.T) {
 // platform is installed must not get it created as the user's, and one that "owns" it by every
 // rule is refused all the same.
 func TestProfileNamedKubeflowWritesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	createProfile(t, h.env.Client, "kubeflow", "mallory@example.com")
 	refusedProfile(t, h, "kubeflow", "mallory@example.com", `reserved (it matches "kubeflow"`)
@@ -125,6 +129,7 @@ func TestProfileNamedKubeflowWritesNothing(t *testing.T) {
 // istio-system is the mesh root namespace; here it even carries the owner annotation and the
 // Profile as controller, and is still refused.
 func TestProfileNamedLikeTheMeshRootNamespaceWritesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const name = "istio-system"
@@ -139,6 +144,7 @@ func TestProfileNamedLikeTheMeshRootNamespaceWritesNothing(t *testing.T) {
 // The reference controller creates a missing namespace as the profiles controller does, so the
 // runner accepts it under the strict rule as well.
 func TestCreatedNamespaceIsTheProfilesUnderTheStrictRule(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	cfg := config.Default()
 	cfg.Namespaces.Ownership = config.OwnershipReference

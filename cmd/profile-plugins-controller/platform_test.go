@@ -83,7 +83,10 @@ func startPlatformCheck(t *testing.T, env *envtest.Env, cfg *config.Config, logs
 // Issue 15: the reference controller runs the platform check at start and on changes, and
 // reports through an event on the finding's Namespace, a log line and a gauge by kind.
 func TestPlatformCheckReports(t *testing.T) {
-	env := envtest.Start(t)
+	// The install's server: the check runs as the user of deploy/rbac/role.yaml, in namespace
+	// kubeflow; and the platform below has the guard and the mesh root's default deny, which the
+	// tests on the shared server must not meet.
+	env := oneAtATime(t, installServer)
 	c := env.Client
 	ctx := context.Background()
 	cfg := config.Default()
@@ -93,6 +96,7 @@ func TestPlatformCheckReports(t *testing.T) {
 	cfg.PodSecurity.Enforce.Level = "restricted"
 	cfg.Mesh.Waypoint.SeccompPatch = ptr.To(false)
 	fixture.Platform(t, c, cfg)
+	removeGuardAtEnd(t, c, cfg)
 	classDefaults, err := waypoint.ClassDefaults(cfg)
 	require.NoError(t, err)
 	require.NoError(t, c.Delete(ctx, classDefaults), "the admin has not applied the class defaults yet")
@@ -140,6 +144,7 @@ func TestPlatformCheckReports(t *testing.T) {
 
 // The check re-runs when any namespace it reads changes, the L4 exceptions' included.
 func TestPlatformNamespacesAreWhatTheCheckReads(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.Authorization.L4Exceptions = []config.L4Exception{{Namespaces: []string{"monitoring"}},
 		{Principals: []string{"cluster.local/ns/tracing/sa/collector"}}, {ServiceAccounts: []string{"logging/fluent-bit"}}, {IPBlocks: []string{"10.8.3.4"}}}

@@ -19,6 +19,7 @@ import (
 const enforceLabel = "pod-security.kubernetes.io/enforce"
 
 func TestPodSecurityWarningsReachTheResult(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const ns = "carol"
@@ -42,6 +43,7 @@ func TestPodSecurityWarningsReachTheResult(t *testing.T) {
 // silently." On the real API server, a writer with its own field manager sets restricted; the
 // reconcile keeps it, says who set it, and the label survives that writer withdrawing it.
 func TestForeignStricterEnforceIsKept(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	ctx := context.Background()
@@ -78,6 +80,7 @@ func TestForeignStricterEnforceIsKept(t *testing.T) {
 // Issue 13: "preflight: hold with no level yet (every new namespace, every namespace at rollout)
 // leaves the namespace without any enforce label while a violating pod runs."
 func TestPreflightHoldWithoutALevelAppliesTheAdminsLevel(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	cfg := config.Default()
 	cfg.PodSecurity.Preflight = config.PreflightHold

@@ -23,6 +23,7 @@ import (
 // An owner edit that authz refuses (a trailing space) must not unenrol the namespace: its
 // policies still stand, so pods stay in ambient and behind the waypoint's owner policy.
 func TestInvalidOwnerEditKeepsTheNamespaceEnrolled(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	const ns = "safety-owner-edit"
 	h.enrol(ns, "olivia@example.com")
@@ -47,6 +48,7 @@ func TestInvalidOwnerEditKeepsTheNamespaceEnrolled(t *testing.T) {
 // A user edits their own Profile to loosen Pod Security: the namespace keeps the admin's level,
 // and the Profile's condition says what was refused, without a retry storm.
 func TestProfileEditCannotLoosenPodSecurity(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const ns = "frank"

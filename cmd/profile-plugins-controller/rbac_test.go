@@ -32,8 +32,9 @@ import (
 // under the name of the deployment's ServiceAccount, which the admission guard trusts.
 const rbacUser = "system:serviceaccount:kubeflow:profile-plugins"
 
-// applyRoles creates every object of deploy/rbac/role.yaml, exactly as written, and binds each
-// role to rbacUser.
+// applyRoles applies every object of deploy/rbac/role.yaml, exactly as written (with force: an
+// overlay test on the same server may have applied an earlier build's roles of the same names),
+// and binds each role to rbacUser.
 func applyRoles(t *testing.T, c client.Client) {
 	t.Helper()
 	ctx := context.Background()
@@ -44,7 +45,8 @@ func applyRoles(t *testing.T, c client.Client) {
 	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: rbacUser}}
 	roles := 0
 	for _, u := range decodeAll(t, f) {
-		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, u)), "%s %s", u.GetKind(), u.GetName())
+		require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("role-test"), client.ForceOwnership),
+			"%s %s", u.GetKind(), u.GetName())
 		ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: u.GetKind(), Name: u.GetName()}
 		meta := metav1.ObjectMeta{Name: u.GetName() + "-test", Namespace: u.GetNamespace()}
 		var binding client.Object = &rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: ref, Subjects: subject}
@@ -89,7 +91,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // and revokes everything on deletion. Any rule missing from the role shows up as a forbidden
 // request the controller cannot converge past.
 func TestRoleIsEnough(t *testing.T) {
-	env := envtest.Start(t)
+	env := oneAtATime(t, installServer)
 	admin := env.Client
 	applyRoles(t, admin)
 
@@ -102,15 +104,14 @@ func TestRoleIsEnough(t *testing.T) {
 	err = limited.List(context.Background(), &corev1.SecretList{})
 	require.True(t, apierrors.IsForbidden(err), "the API server enforces RBAC for this user: %v", err)
 
+	const ns = "rbac-erin"
 	ctx := startManager(t, as, ctrl.Options{
 		HealthProbeBindAddress:  "0",
 		LeaderElection:          true,
 		LeaderElectionID:        "profile-plugins-rbac-test",
 		LeaderElectionNamespace: "kubeflow",
-	}, config.Default(), nil)
-
+	}, config.Default(), only(nil, ns))
 	h := &harness{t: t, env: env}
-	const ns = "rbac-erin"
 	createProfile(t, admin, ns, "erin@example.com")
 	labelled := func(key, value string) func() bool {
 		return func() bool {

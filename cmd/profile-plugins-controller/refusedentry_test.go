@@ -28,6 +28,7 @@ import (
 // error, so the waypoint and its routing go at the deadline; a terminal error would keep them
 // until some unrelated event.
 func TestRefusedWaypointEntryStillGoesIdleOnTime(t *testing.T) {
+	t.Parallel()
 	const ns, owner, idleAfter = "refused-entry", "rita@example.com", 2 * time.Second
 	h := newHarness(t, "ambient")
 	h.useConfig(fixture.Config(t, `mesh: {waypoint: {provision: onDemand, idleAfter: 2s, autoscaling: {minReplicas: 1, maxReplicas: 2},

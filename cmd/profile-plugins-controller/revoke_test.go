@@ -20,6 +20,7 @@ import (
 // Revoke while a pod runs in ambient: the routing labels and the owner policy go, but
 // dataplane-mode and the ztunnel policy stay, and the finalizer with them, until the pod is gone.
 func TestRevokeWithARunningPodKeepsAmbientUntilItIsGone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const ns = "safety-revoke"

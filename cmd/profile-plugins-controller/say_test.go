@@ -26,6 +26,7 @@ func drain(rec *events.FakeRecorder) []string {
 // Each warning is one event per change: a waiting namespace is reconciled again and again with
 // the same warnings, and a new warning next to them must not record the old ones again.
 func TestEachWarningIsOneEventPerChange(t *testing.T) {
+	t.Parallel()
 	rec := events.NewFakeRecorder(100)
 	r := &Reconciler{Recorder: rec}
 	profile := &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: "alice", UID: "u-1"}}

@@ -41,6 +41,7 @@ func anyAllowForSidecars(t *testing.T, c client.Client, ns string) (bool, []stri
 // A switch to sidecar mode keeps a pod without a sidecar inside ambient (and its ztunnel policy)
 // until the pod is gone, and says it waits; then ambient goes.
 func TestSwitchToSidecarKeepsAmbientWhileAPodLacksASidecar(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	c := h.env.Client
 	const ns = "safety-switch"
@@ -77,6 +78,7 @@ func TestSwitchToSidecarKeepsAmbientWhileAPodLacksASidecar(t *testing.T) {
 // attached to the waypoint, so the injected pods that still run have no ALLOW policy, and
 // istio-injection=disabled is set without dataplane-mode=ambient, so new pods get no data plane.
 func TestSidecarToAmbientWithAForeignZtunnelNameKeepsTheNamespaceClosed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeSidecar)
 	c := h.env.Client
 	const ns = "sid"

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
@@ -108,7 +107,7 @@ func pluginObjects(t *testing.T, c client.Client, ns string) map[string][]string
 // then the same back (the downgrade of step 4). The namespace never fails open on the way, and
 // the plugins leave no object of the other config behind.
 func TestUpgradeByApplyingTheNewOverlayNeverFailsOpen(t *testing.T) {
-	env := envtest.StartFresh(t, 0) // its own: it creates namespace kubeflow, which other tests expect absent
+	env := oneAtATime(t, installServer)
 	admin := env.Client
 	h := &harness{t: t, env: env}
 	const ns, owner = "upgrade-hana", "hana@example.com"
@@ -128,7 +127,7 @@ func TestUpgradeByApplyingTheNewOverlayNeverFailsOpen(t *testing.T) {
 	applyBuild(t, admin, previous, true)
 	before := applyDeployment(t, admin, previous)
 	playIstiod(t, admin, ns)
-	_, stopOld := runManager(t, as, opts, oldCfg, nil)
+	_, stopOld := runManager(t, as, opts, oldCfg, only(nil, ns))
 	createProfile(t, admin, ns, owner)
 	withPatch := func(want bool) func() bool {
 		return func() bool {
@@ -165,7 +164,7 @@ func TestUpgradeByApplyingTheNewOverlayNeverFailsOpen(t *testing.T) {
 	stopOld()
 	assert.Empty(t, leaseHolder(t, admin, saNamespace), "the old controller released its lease")
 	started := time.Now()
-	_, stopNew := runManager(t, as, opts, newCfg, nil)
+	_, stopNew := runManager(t, as, opts, newCfg, only(nil, ns))
 	require.Eventually(t, func() bool { h := leaseHolder(t, admin, saNamespace); return h != "" && h != oldHolder },
 		10*time.Second, 50*time.Millisecond, "the new controller takes the lease")
 	assert.Less(t, time.Since(started), 10*time.Second)
@@ -178,7 +177,7 @@ func TestUpgradeByApplyingTheNewOverlayNeverFailsOpen(t *testing.T) {
 	back := applyDeployment(t, admin, previous)
 	assert.Equal(t, oldCM, back.Spec.Template.Spec.Volumes[0].ConfigMap.Name)
 	stopNew()
-	_, stopOld = runManager(t, as, opts, oldCfg, nil)
+	_, stopOld = runManager(t, as, opts, oldCfg, only(nil, ns))
 	defer stopOld()
 	require.Eventually(t, withPatch(true), 30*time.Second, 100*time.Millisecond, "back on the previous config, with the patch")
 	assert.Empty(t, sampled(), "the namespace never failed open")

@@ -20,6 +20,7 @@ const versionFlag = "-X github.com/kubeflow-ambient/profile-plugins/internal/bui
 // A release build of both programs, stamped as the Makefile stamps it, reports that version:
 // `profile-plugins version` and `profile-plugins-controller -version`.
 func TestReleaseBuildStampsTheVersionIntoBothPrograms(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds both programs")
 	}
@@ -45,6 +46,7 @@ func TestReleaseBuildStampsTheVersionIntoBothPrograms(t *testing.T) {
 
 // The start log names the version and the Go release.
 func TestStartLogNamesTheVersion(t *testing.T) {
+	t.Parallel()
 	kv := versionLog(buildinfo.Info{Version: "v1.2.3", GoVersion: "go1.26.8"})
 	assert.Equal(t, []any{"version", "v1.2.3", "goVersion", "go1.26.8"}, kv)
 }

@@ -18,11 +18,11 @@ import (
 // The manager wiring: a Profile is reconciled through the watch, and a Gateway that becomes
 // Programmed reconciles its Profile through the owner reference, well before the 15 s requeue.
 func TestManagerWiring(t *testing.T) {
-	env := envtest.Start(t)
-	ctx := startManager(t, env.Config, ctrl.Options{}, config.Default(), nil)
-
-	h := &harness{t: t, env: env}
+	t.Parallel()
+	env := envtest.Start(t).Counted(t)
 	const ns = "dave"
+	ctx := startManager(t, env.Config, ctrl.Options{}, config.Default(), only(nil, ns))
+	h := &harness{t: t, env: env}
 	createProfile(t, env.Client, ns, "dave@example.com")
 	require.Eventually(t, func() bool {
 		n := &corev1.Namespace{}
@@ -45,8 +45,9 @@ const repairWithin = 5 * time.Second
 // admin handed it over by its owner annotation, which gives it no controller reference (Owns
 // would follow that reference only, and leave the handed-over one open until the resync).
 func TestTamperedNamespaceLabelsAreRepairedThroughTheWatch(t *testing.T) {
-	env := envtest.Start(t)
-	ctx := startManager(t, env.Config, ctrl.Options{}, config.Default(), nil)
+	t.Parallel()
+	env := envtest.Start(t).Counted(t)
+	ctx := startManager(t, env.Config, ctrl.Options{}, config.Default(), only(nil, "tamper-handed-over", "tamper-controlled"))
 	h := &harness{t: t, env: env}
 	c := env.Client
 

@@ -20,6 +20,7 @@ import (
 // waypoint's Deployment for ambient. On the API server, with the waypoint's pod as istiod makes it
 // and a notebook left from the namespace's sidecar days, only the notebook is named.
 func TestWaypointPodIsNoSidecarPodInTheControllersEvents(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, config.ModeAmbient)
 	c, ctx := h.env.Client, context.Background()
 	const ns = "wanda"

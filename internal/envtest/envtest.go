@@ -220,6 +220,7 @@ func Stop() error {
 		}
 		delete(servers, key)
 	}
+	errs = append(errs, stopKeyed()...)
 	return errors.Join(errs...)
 }
 

@@ -1,7 +1,7 @@
 package main
 
-// A fresh attack review of e3f7b7c: findings that need the reference controller's own wiring
-// (setup). Each test FAILS while its finding stands; none changes library code.
+// The ConfigMap watch of the reference controller's wiring (setup) maps a ConfigMap only to the
+// Profile of its own namespace.
 
 import (
 	"context"
@@ -47,25 +47,22 @@ func (c *reconcileCounter) of(name string) int {
 	return c.by[name]
 }
 
-// Finding 6 (low, denial of service of the shared controller across tenants). The ConfigMap watch
-// is Owns(&corev1.ConfigMap{}), which enqueues the Profile a ConfigMap's controller reference names,
-// by name, whatever its UID; and the cache selects ConfigMaps by the managed-by label, which anyone
-// may set. A namespace editor (kubeflow-edit may create ConfigMaps) creates labelled ConfigMaps in
-// their own namespace whose controller reference names another tenant's Profile (any UID; the
-// garbage collector later deletes one whose UID is wrong, and each delete is one more event): every
-// create, update and delete reconciles that Profile. With one ConfigMap per Profile name (namespace
-// names are Profile names) one tenant keeps the controller reconciling every Profile of the
-// cluster, and a legitimate event (a Programmed waypoint, a drift to restore) waits behind them in
-// the one work queue. Only the Profile's own namespace can hold its objects, so the watch could map
-// a ConfigMap only when its namespace is the named Profile's. FAILS while a foreign namespace's
-// ConfigMap reconciles the victim.
+// A ConfigMap in another namespace whose controller reference names a Profile does not reconcile
+// that Profile: only the Profile's own namespace can hold its objects. As Owns(&corev1.ConfigMap{})
+// the watch enqueued the Profile a controller reference names, by name, whatever its UID, and the
+// cache selects ConfigMaps by the managed-by label, which anyone may set: a namespace editor
+// (kubeflow-edit may create ConfigMaps) could keep the shared controller reconciling every Profile
+// of the cluster, so that a legitimate event (a Programmed waypoint, a drift to restore) waits
+// behind them in the one work queue (finding 6, low, of the attack review of Dec 1,
+// docs/security/reviews.md).
 func TestAnotherNamespacesConfigMapsDoNotReconcileAProfile(t *testing.T) {
-	env := envtest.Start(t)
+	t.Parallel()
+	env := envtest.Start(t).Counted(t)
 	counter := &reconcileCounter{by: map[string]int{}}
-	ctx := startManager(t, env.Config, ctrl.Options{}, modeNone(t), func(r *Reconciler) reconcile.Reconciler {
+	ctx := startManager(t, env.Config, ctrl.Options{}, modeNone(t), only(func(r *Reconciler) reconcile.Reconciler {
 		counter.next = r
 		return counter
-	})
+	}, "victim", "mallory"))
 	c := env.Client
 	createProfile(t, c, "victim", "victim@example.com")
 	createProfile(t, c, "mallory", "mallory@example.com")
