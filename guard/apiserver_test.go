@@ -66,10 +66,9 @@ type server struct {
 }
 
 var (
-	setupMu       sync.Mutex
-	shared        *server
-	sharedSidecar *server
-	spaces        atomic.Int64
+	setupMu sync.Mutex
+	shared  *server
+	spaces  atomic.Int64
 )
 
 // guarded returns the package's API server, with Kubeflow's roles, a ClusterRole "widened" and
@@ -87,16 +86,11 @@ func guarded(t *testing.T) *server {
 	return shared
 }
 
-// guardedInSidecarMode is guarded with the guard of the default PluginConfig in sidecar mode, on a
-// server of its own (envtest.StartKeyed), shared by the tests that need it.
+// guardedInSidecarMode is the package's server with the guard in sidecar mode (sidecarGuarded):
+// the default PluginConfig's, but for one opt-out allowed in a namespace no other test uses.
 func guardedInSidecarMode(t *testing.T) *server {
 	t.Helper()
-	setupMu.Lock()
-	defer setupMu.Unlock()
-	if sharedSidecar == nil {
-		sharedSidecar = guardedServer(t, envtest.StartKeyed(t, "guard in sidecar mode"), config.ModeSidecar)
-	}
-	return sharedSidecar
+	return sidecarGuarded(t)
 }
 
 // guardedServer sets env up as guarded describes, with the guard of the default PluginConfig in

@@ -27,7 +27,7 @@ import (
 
 func TestMain(m *testing.M) { envtest.Main(m) }
 
-// ownNamespaces is the key of the API server (envtest.StartKeyed) of the tests that read only the
+// ownNamespaces is the key of the API server (envtest.StartNamed) of the tests that read only the
 // findings of their own namespaces, in parallel. The tests on the shared one (envtest.Start) read
 // the whole report of a platform made by fixture.Platform, one after another.
 const ownNamespaces = "tests reading the findings of their own namespaces"

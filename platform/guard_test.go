@@ -105,7 +105,7 @@ func TestCheckReportsTheGuardAndTheDefaultDeny(t *testing.T) {
 // Not in parallel: the guard refuses what the other tests on its server write (they stand for a
 // cluster before the guard), so it is removed, and in force no more, before they start.
 func TestCheckReportsAGuardRenderedFromAnotherConfiguration(t *testing.T) {
-	env := envtest.StartKeyed(t, ownNamespaces)
+	env := envtest.StartNamed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 	fixture.InstallGuard(t, c, config.Default())
 	objs, err := guard.Objects(config.Default())

@@ -21,7 +21,7 @@ import (
 // is not reported, nor anything in mode none, where the guard has no waypoint checks.
 func TestCheckReportsMeshServiceAccountsNoPodRunsAs(t *testing.T) {
 	t.Parallel()
-	env := envtest.StartKeyed(t, ownNamespaces)
+	env := envtest.StartNamed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}}))
 	fixture.Ensure(t, c, fixture.MeshPod("istio-system", "istiod-1-30-3-7c9d", "istiod-1-30-3", nil))

@@ -21,7 +21,7 @@ import (
 // Gateway, are not.
 func TestCheckReportsMeshConfigurationInUserNamespaces(t *testing.T) {
 	t.Parallel()
-	env := envtest.StartKeyed(t, ownNamespaces)
+	env := envtest.StartNamed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 	for ns, owner := range map[string]string{"mc-user": "ann@example.com", "mc-platform": ""} {
 		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}

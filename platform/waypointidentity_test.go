@@ -118,7 +118,7 @@ var whatCouldRunNamespaces = []string{"wi-clean", "wi-tainted", "wi-extended", "
 // in a namespace no Profile owns.
 func TestCheckReportsWhatCouldRunAsTheWaypoint(t *testing.T) {
 	t.Parallel()
-	env := envtest.StartKeyed(t, ownNamespaces)
+	env := envtest.StartNamed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 	require.NoError(t, c.Create(ctx, fixture.PodDefaultCRD()))
 	require.Eventually(t, func() bool {
@@ -243,7 +243,7 @@ func readerWithout(t *testing.T, env *envtest.Env, resource string) client.Clien
 // volume, is not.
 func TestCheckReportsPodsOfIstiodsReplicaSetThatRunAnythingButItsTemplate(t *testing.T) {
 	t.Parallel()
-	env := envtest.StartKeyed(t, ownNamespaces)
+	env := envtest.StartNamed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 	wp := istiodsWaypoint(t, c, "wi-forged")
 	member := corev1.Volume{Name: "member", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -302,7 +302,7 @@ func TestCheckReportsPodsOfIstiodsReplicaSetThatRunAnythingButItsTemplate(t *tes
 // terminating pod is not.
 func TestCheckReportsTerminatingPodsThatRunAsTheWaypoint(t *testing.T) {
 	t.Parallel()
-	env := envtest.StartKeyed(t, ownNamespaces)
+	env := envtest.StartNamed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 	wp := istiodsWaypoint(t, c, "wi-lingering")
 	const year = 365 * 24 * 3600
@@ -365,7 +365,7 @@ func patchTemplateAnnotations(t *testing.T, c client.Client, ns, manager string,
 // (review admin5, A5-2).
 func TestCheckTakesIstiodsWaypointAfterScalingRestartsAndUnderAnyControllerName(t *testing.T) {
 	t.Parallel()
-	env := envtest.StartKeyed(t, ownNamespaces)
+	env := envtest.StartNamed(t, ownNamespaces)
 	c, ctx := env.Client, context.Background()
 
 	scaled := istiodsWaypoint(t, c, "wi-scaled")

@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 	envtest.Main(m)
 }
 
-// Keys of the package's API servers (envtest.StartKeyed) for tests that change what the whole
+// Keys of the package's API servers (envtest.StartNamed) for tests that change what the whole
 // cluster sees, which the tests on the shared server (envtest.Start) must not meet. The tests of
 // one key run one after another (oneAtATime), since each changes the same cluster-wide objects,
 // and their managers reconcile only their own Profiles (only).
@@ -68,7 +68,7 @@ func oneAtATime(t *testing.T, key string) *envtest.Env {
 	t.Parallel()
 	keyLocks[key].Lock()
 	t.Cleanup(keyLocks[key].Unlock)
-	return envtest.StartKeyed(t, key)
+	return envtest.StartNamed(t, key)
 }
 
 type harness struct {

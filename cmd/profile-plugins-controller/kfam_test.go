@@ -251,7 +251,7 @@ func TestKfamAddsAndRemovesContributorsWithTheGuardInstalled(t *testing.T) {
 }
 
 func kfamUnderTheGuard(t *testing.T, dir, controllerSA string) {
-	env := envtest.StartKeyed(t, guardServer)
+	env := envtest.StartNamed(t, guardServer)
 	cfg := pluginConfig(t, kustomize(t, dir))
 	installGuard(t, env.Client, cfg)
 	build := path.Base(dir)

@@ -220,7 +220,6 @@ func Stop() error {
 		}
 		delete(servers, key)
 	}
-	errs = append(errs, stopKeyed()...)
 	return errors.Join(errs...)
 }
 
