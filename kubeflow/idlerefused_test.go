@@ -15,6 +15,7 @@ import (
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
 	"github.com/kubeflow-ambient/profile-plugins/internal/preview"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
@@ -44,7 +45,7 @@ func TestRefusedWaypointEntryKeepsTheIdleRequeue(t *testing.T) {
 	var cond profilev1.ProfileCondition
 	var waiting []string
 	in.AfterApply = func(_ context.Context, _ client.Object, res *runner.Result) error {
-		cond, waiting = res.Condition(), res.Waiting()
+		cond, waiting = kubeflow.Condition(res), res.Waiting()
 		return nil
 	}
 	var err error

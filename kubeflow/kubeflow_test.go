@@ -115,7 +115,7 @@ func TestInputErrorWhileWaitingKeepsTheRequeue(t *testing.T) {
 	in, _ := newIntegration(t)
 	var cond profilev1.ProfileCondition
 	in.AfterApply = func(_ context.Context, _ client.Object, res *runner.Result) error {
-		cond = res.Condition()
+		cond = kubeflow.Condition(res)
 		return nil
 	}
 	res, err := in.Apply(context.Background(), aliceProfile("alice@example.com "))
@@ -131,7 +131,7 @@ func TestAfterApplyRunsBeforeEveryOutcomeAndItsErrorIsRetried(t *testing.T) {
 	in, _ := newIntegrationFor(t, sidecarConfig(t))
 	var seen []string
 	in.AfterApply = func(_ context.Context, profile client.Object, res *runner.Result) error {
-		seen = append(seen, profile.GetName()+" "+res.Condition().Status)
+		seen = append(seen, profile.GetName()+" "+kubeflow.Condition(res).Status)
 		return nil
 	}
 	_, err := in.Apply(context.Background(), aliceProfile("alice@example.com "))

@@ -91,10 +91,10 @@ func TestApplyAndRevokeLeaveANamespaceThatIsNotTheProfilesAlone(t *testing.T) {
 			assert.Zero(t, writes, "no write may reach the namespace")
 			require.ErrorIs(t, res.Err(), ownership.ErrNamespaceRefused)
 			assert.False(t, res.Retryable(), "a refusal is an input error")
-			cond := res.Condition()
-			assert.Equal(t, "False", cond.Status)
-			assert.Contains(t, cond.Message, `namespace "`+tc.profile+`" is not written for profile "`+tc.profile+`"`)
-			assert.Contains(t, cond.Message, tc.wantRule)
+			ready, msg := res.Summary()
+			assert.False(t, ready)
+			assert.Contains(t, msg, `namespace "`+tc.profile+`" is not written for profile "`+tc.profile+`"`)
+			assert.Contains(t, msg, tc.wantRule)
 
 			// Someone else's objects and labels there must survive a revoke as well.
 			foreign := configMap("cfg", nil)

@@ -205,14 +205,6 @@ func labelKeys(plugins []plugin.Plugin, reading bool) []string {
 	return slices.Compact(keys)
 }
 
-// ManagedSelector selects the objects the plugins made; see plugin.ManagedSelector.
-func ManagedSelector() labels.Selector { return plugin.ManagedSelector() }
-
-// TrimConfigMap is plugin.TrimConfigMap, the cache transform of plugin.OwnedConfigMaps.
-//
-// Deprecated: use plugin.TrimConfigMap.
-func TrimConfigMap(obj any) (any, error) { return plugin.TrimConfigMap(obj) }
-
 // CacheOptions are the manager cache options the given plugins need, for ctrl.Options.Cache:
 // ByObject is [CacheByObject] of the same plugins. Pass the same value to [WithManager].
 func CacheOptions(plugins ...plugin.Plugin) cache.Options {

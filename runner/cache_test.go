@@ -19,6 +19,7 @@ import (
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
@@ -34,7 +35,7 @@ var (
 func TestWithManagerReadsDirectlyOnlyWhatTheCacheMaySelect(t *testing.T) {
 	t.Parallel()
 	env := envtest.Start(t) // a ByObject entry is mapped to its resource when the manager is made
-	managed := cache.ByObject{Label: runner.ManagedSelector()}
+	managed := cache.ByObject{Label: plugin.ManagedSelector()}
 	for _, tc := range []struct {
 		name string
 		opts cache.Options
@@ -49,7 +50,7 @@ func TestWithManagerReadsDirectlyOnlyWhatTheCacheMaySelect(t *testing.T) {
 			[]schema.GroupKind{bindingGK, gatewayGK, configMapGK}},
 		{"an entry that selects nothing", cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {Label: labels.Everything()}}}, []schema.GroupKind{policyGK, bindingGK, gatewayGK, configMapGK}},
-		{"a default label selector", cache.Options{DefaultLabelSelector: runner.ManagedSelector()}, nil},
+		{"a default label selector", cache.Options{DefaultLabelSelector: plugin.ManagedSelector()}, nil},
 		{"default namespaces", cache.Options{DefaultNamespaces: map[string]cache.Config{"alice": {}}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

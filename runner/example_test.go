@@ -56,11 +56,11 @@ func ExampleRunner_Apply() {
 	fmt.Println("first: ", first)
 	second := runner.Apply(ctx, profile)
 	fmt.Println("second:", second, "changed:", second.Changed())
-	fmt.Printf("%+v\n", second.Condition())
+	fmt.Println(second.Summary())
 	// Output:
 	// first:  greeter: created=1 updated=0 unchanged=0 deleted=0 labels+1-0 waiting=0 errors=0
 	// second: greeter: created=0 updated=0 unchanged=1 deleted=0 labels+0-0 waiting=0 errors=0 changed: false
-	// {Type:ProfilePluginsReady Status:True Message:all plugins applied}
+	// true all plugins applied
 }
 
 func ExampleRender() {

@@ -35,7 +35,8 @@ func TestANamespaceWithAnEmptyOwnerAnnotationIsNeverEnrolled(t *testing.T) {
 	assert.Contains(t, nsErr.Rule, `"owner" annotation is empty`)
 	assert.Contains(t, nsErr.Rule, "spec.owner.name")
 	assert.True(t, errors.Is(res.Err(), plugin.ErrInput), "an input error: terminal, never retried")
-	assert.Equal(t, "False", res.Condition().Status)
+	ready, _ := res.Summary()
+	assert.False(t, ready)
 	assert.Empty(t, m.writes, "nothing is written into a namespace the guard does not manage")
 	assert.Empty(t, m.labels())
 }

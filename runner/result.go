@@ -8,13 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
-
-// ConditionType is the type of the Profile status condition [Result.Condition] returns, the same
-// as the Kubeflow adapter's kubeflow.ConditionType; it stays for callers of earlier releases.
-const ConditionType = "ProfilePluginsReady"
 
 var (
 	// ErrConflict is wrapped by every [ConflictError].
@@ -170,19 +165,6 @@ func (r *Result) Summary() (ready bool, message string) {
 		return true, strings.Join(append([]string{"all plugins applied"}, notes...), "; ")
 	}
 	return false, capMessage(strings.Join(append(msgs, notes...), "; "))
-}
-
-// Condition summarises the call as a Profile status condition of type [ConditionType]: True when
-// every plugin reached its desired state, False with the errors and waiting reasons otherwise
-// (see Summary). The Kubeflow adapter's kubeflow.Condition is the same; this one stays for
-// callers of earlier releases.
-func (r *Result) Condition() profilev1.ProfileCondition {
-	ready, msg := r.Summary()
-	status := "False"
-	if ready {
-		status = "True"
-	}
-	return profilev1.ProfileCondition{Type: ConditionType, Status: status, Message: msg}
 }
 
 func (r *Result) errors() []error {

@@ -55,16 +55,16 @@ func TestNotesAndDeadlinesInTheResult(t *testing.T) {
 		{Plugin: "waypoint", Notes: []string{"waypoint idle since 2026-12-01T09:00:00Z: ..."}, RequeueAfter: 20 * time.Minute},
 		{Plugin: "pss"},
 	}}
-	c := idle.Condition()
-	assert.Equal(t, "True", c.Status)
-	assert.Equal(t, "all plugins applied; waypoint: waypoint idle since 2026-12-01T09:00:00Z: ...", c.Message)
+	ready, msg := idle.Summary()
+	assert.True(t, ready)
+	assert.Equal(t, "all plugins applied; waypoint: waypoint idle since 2026-12-01T09:00:00Z: ...", msg)
 	assert.Equal(t, 20*time.Minute, idle.RequeueAfter(), "the deadline, with nothing waiting")
 	assert.Equal(t, []string{"waypoint: waypoint idle since 2026-12-01T09:00:00Z: ..."}, idle.Notes())
 
 	idle.Plugins[1].Waiting = []string{"w"}
-	c = idle.Condition()
-	assert.Equal(t, "False", c.Status)
-	assert.Equal(t, "pss: w; waypoint: waypoint idle since 2026-12-01T09:00:00Z: ...", c.Message)
+	ready, msg = idle.Summary()
+	assert.False(t, ready)
+	assert.Equal(t, "pss: w; waypoint: waypoint idle since 2026-12-01T09:00:00Z: ...", msg)
 	assert.Equal(t, time.Minute, idle.RequeueAfter(), "the wait comes sooner than the deadline")
 
 	noted := runner.Result{Plugins: []runner.PluginResult{{Plugin: "waypoint", Notes: []string{"n"}}}}

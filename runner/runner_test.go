@@ -250,8 +250,9 @@ func TestApplyLeavesForeignObjectsAlone(t *testing.T) {
 	require.ErrorAs(t, res.Err(), &conflict)
 	assert.ErrorIs(t, res.Err(), runner.ErrConflict)
 	assert.Equal(t, policyRef("owner"), conflict.Ref)
-	assert.Equal(t, "False", res.Condition().Status)
-	assert.Contains(t, res.Condition().Message, "AuthorizationPolicy.security.istio.io/owner exists")
+	ready, msg := res.Summary()
+	assert.False(t, ready)
+	assert.Contains(t, msg, "AuthorizationPolicy.security.istio.io/owner exists")
 
 	got := &istiosecurityv1.AuthorizationPolicy{}
 	require.NoError(t, e.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "owner"}, got))
@@ -318,7 +319,8 @@ func TestLabelWaitsForTheObjectItRequires(t *testing.T) {
 	require.NoError(t, res.Err())
 	assert.Empty(t, res.Waiting())
 	assert.Equal(t, "ambient", e.namespace(t).Labels["istio.io/dataplane-mode"])
-	assert.Equal(t, "True", res.Condition().Status)
+	ready, _ := res.Summary()
+	assert.True(t, ready)
 }
 
 func TestFailedGenerationKeepsEverything(t *testing.T) {

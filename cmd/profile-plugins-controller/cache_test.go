@@ -174,7 +174,7 @@ func TestCacheOptionsSelectTheManagedConfigMaps(t *testing.T) {
 	for obj, by := range opts.ByObject {
 		switch obj.(type) {
 		case *corev1.ConfigMap:
-			assert.Equal(t, runner.ManagedSelector().String(), by.Label.String())
+			assert.Equal(t, plugin.ManagedSelector().String(), by.Label.String())
 			assert.NotNil(t, by.Transform, "ConfigMaps are cached trimmed")
 		case *discoveryv1.EndpointSlice:
 			assert.Nil(t, by.Label, "every Service's slices count, so none is selected away")

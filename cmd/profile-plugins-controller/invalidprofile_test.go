@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
-	"github.com/kubeflow-ambient/profile-plugins/runner"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 )
 
 // A Profile is cluster-scoped, so the API server accepts "team.a" (a DNS-1123 subdomain), but no
@@ -34,7 +34,7 @@ func TestAProfileWhoseNameCannotBeANamespaceGetsATerminalCondition(t *testing.T)
 	}
 	conds := h.profile(name).Status.Conditions
 	require.Len(t, conds, 1, "the Profile says why")
-	assert.Equal(t, runner.ConditionType, conds[0].Type)
+	assert.Equal(t, kubeflow.ConditionType, conds[0].Type)
 	assert.Equal(t, "False", conds[0].Status)
 	assert.Contains(t, conds[0].Message, `metadata.name: Invalid value: "team.a"`)
 	assert.Contains(t, conds[0].Message, "must be a DNS-1123 label: must not contain dots")

@@ -14,8 +14,8 @@ import (
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
-	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // The controller starts and reconciles through its watches on a cluster without the CRDs its mode
@@ -51,7 +51,7 @@ func TestTheControllerStartsWithoutCRDsItsModeDoesNotNeed(t *testing.T) {
 					return false
 				}
 				for _, c := range p.Status.Conditions {
-					if c.Type == runner.ConditionType {
+					if c.Type == kubeflow.ConditionType {
 						return c.Status == "True"
 					}
 				}

@@ -31,9 +31,9 @@ import (
 
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/runner"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -165,7 +165,7 @@ func (rc *routingCheck) after(what string) {
 
 func profileCondition(p *profilev1.Profile) *profilev1.ProfileCondition {
 	for i, c := range p.Status.Conditions {
-		if c.Type == runner.ConditionType {
+		if c.Type == kubeflow.ConditionType {
 			return &p.Status.Conditions[i]
 		}
 	}

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
-	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
 // previousDir is an install before the upgrade: the overlay with an older image tag and the
@@ -138,7 +138,7 @@ func TestUpgradeByApplyingTheNewOverlayNeverFailsOpen(t *testing.T) {
 			refs := gw.Spec.Infrastructure != nil && gw.Spec.Infrastructure.ParametersRef != nil
 			c := h.profile(ns).Status.Conditions
 			return refs == want && h.exists(&corev1.ConfigMap{}, ns, "waypoint-seccomp") == want &&
-				len(c) == 1 && c[0].Type == runner.ConditionType && c[0].Status == "True"
+				len(c) == 1 && c[0].Type == kubeflow.ConditionType && c[0].Status == "True"
 		}
 	}
 	require.Eventually(t, withPatch(true), 30*time.Second, 100*time.Millisecond, "the previous install protects %s, with the patch", ns)

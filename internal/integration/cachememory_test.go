@@ -3,7 +3,7 @@ package integration
 // Attack review of Dec 1, finding B, on the real API server: ConfigMaps labelled only
 // app.kubernetes.io/managed-by=profile-plugins entered the controller's cache whole, so one tenant
 // could grow the shared controller's memory until it was OOM-killed (120 of 900 KB took it from
-// 40 MB to 183 MB RSS). Now the cache keeps of each only what runner.TrimConfigMap keeps.
+// 40 MB to 183 MB RSS). Now the cache keeps of each only what plugin.TrimConfigMap keeps.
 
 import (
 	"context"

@@ -18,6 +18,7 @@ import (
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
@@ -89,7 +90,7 @@ func TestSidecarModeConvergesWithoutTheGatewayAPI(t *testing.T) {
 	p := profileIn(t, c, "sidecar-no-gw")
 	res := converged(t, runnerFor(t, c, config.ModeSidecar), p)
 
-	assert.Equal(t, "True", res.Condition().Status, res.Condition().Message)
+	assert.Equal(t, "True", kubeflow.Condition(res).Status, kubeflow.Condition(res).Message)
 	labels := namespaceLabels(t, c, p.Name)
 	assert.Equal(t, "enabled", labels["istio-injection"])
 	assert.Equal(t, "baseline", labels["pod-security.kubernetes.io/enforce"])
@@ -130,7 +131,7 @@ func TestNoneModeConvergesWithoutTheGatewayAPIOrIstio(t *testing.T) {
 			c := envtest.StartWithout(t, left).Client
 			p := profileIn(t, c, "none-"+map[envtest.CRDs]string{envtest.GatewayAPI: "no-gw", envtest.GatewayAPI | envtest.Istio: "no-istio"}[left])
 			res := converged(t, runnerFor(t, c, config.ModeNone), p)
-			assert.Equal(t, "True", res.Condition().Status, res.Condition().Message)
+			assert.Equal(t, "True", kubeflow.Condition(res).Status, kubeflow.Condition(res).Message)
 			assert.Equal(t, "baseline", namespaceLabels(t, c, p.Name)["pod-security.kubernetes.io/enforce"])
 		})
 	}
@@ -162,7 +163,7 @@ func TestAmbientModeWithoutTheGatewayAPIFailsClosed(t *testing.T) {
 		assert.Contains(t, res.Err().Error(), "plugin waypoint: the API server does not serve the kind of Gateway.gateway.networking.k8s.io/waypoint "+
 			"(install the CRD gateways.gateway.networking.k8s.io, version v1)")
 		assert.True(t, res.Retryable(), "installing the CRD fixes it")
-		assert.Equal(t, "False", res.Condition().Status)
+		assert.Equal(t, "False", kubeflow.Condition(res).Status)
 		labels := namespaceLabels(t, c, p.Name)
 		for _, k := range enrolment {
 			assert.NotContains(t, labels, k)
@@ -183,7 +184,7 @@ func TestASwitchToSidecarPrunesTheWaypointWhenTheGatewayAPIIsThere(t *testing.T)
 	require.True(t, exists(t, c, &gatewayv1.Gateway{}, p.Name, "waypoint"), "ambient mode made the waypoint")
 
 	res = converged(t, runnerFor(t, c, config.ModeSidecar), p)
-	assert.Equal(t, "True", res.Condition().Status, res.Condition().Message)
+	assert.Equal(t, "True", kubeflow.Condition(res).Status, kubeflow.Condition(res).Message)
 	assert.False(t, exists(t, c, &gatewayv1.Gateway{}, p.Name, "waypoint"), "the waypoint of the ambient run is pruned")
 	assert.False(t, exists(t, c, &corev1.ConfigMap{}, p.Name, "waypoint-seccomp"))
 	assert.Equal(t, "enabled", namespaceLabels(t, c, p.Name)["istio-injection"])
@@ -216,7 +217,7 @@ func TestTheGatewayAPIInstalledOrRemovedLaterIsFollowed(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "the API server stops serving Gateways")
 	sidecar := runnerFor(t, c, config.ModeSidecar)
 	res = converged(t, sidecar, p)
-	assert.Equal(t, "True", res.Condition().Status, res.Condition().Message)
+	assert.Equal(t, "True", kubeflow.Condition(res).Status, kubeflow.Condition(res).Message)
 	labels := namespaceLabels(t, c, p.Name)
 	assert.Equal(t, "enabled", labels["istio-injection"])
 	assert.NotContains(t, labels, "istio.io/dataplane-mode")

@@ -18,6 +18,7 @@ import (
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 	"github.com/kubeflow-ambient/profile-plugins/waypoint"
 )
 
@@ -110,7 +111,7 @@ func TestOnDemandActivatesAndDeactivates(t *testing.T) {
 	assert.Nil(t, s.gateway, "an idle namespace has no waypoint")
 	assert.NotContains(t, s.labels, "istio.io/use-waypoint")
 	assert.Equal(t, strconv.FormatInt(o.clock.Unix(), 10), s.labels[waypoint.IdleSinceLabel])
-	assert.Contains(t, o.last.Condition().Message, waypoint.Idle+" 2026-12-01T09:00:00Z")
+	assert.Contains(t, kubeflow.Condition(o.last).Message, waypoint.Idle+" 2026-12-01T09:00:00Z")
 
 	o.endpoint("notebook", 1)
 	mark := len(o.writes)

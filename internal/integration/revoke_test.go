@@ -36,6 +36,7 @@ import (
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/internal/envtest"
 	"github.com/kubeflow-ambient/profile-plugins/internal/fixture"
+	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/ownership"
 	"github.com/kubeflow-ambient/profile-plugins/plugin"
@@ -445,7 +446,7 @@ func TestRevokeKeepsPodSecurityForSurvivingBindings(t *testing.T) {
 // docs/security/reviews.md; low, denial of service of one Profile's reconciles, and load on the
 // shared controller). The Result's waiting reasons and errors name every pod they count, without a
 // bound (runner/holds.go, the data-plane and admission holds; pss/pss.go, preflight), and
-// Result.Condition joins them all into the one message the controller patches into the Profile's
+// kubeflow.Condition joins them all into the one message the controller patches into the Profile's
 // status on every change (cmd/profile-plugins-controller, writeCondition). Pod names are the
 // tenant's choice, up to 253 characters, and their number is bounded only by a ResourceQuota: a
 // hundred pods with long names already take the message past the 32768 characters Kubernetes allows
@@ -468,7 +469,7 @@ func TestConditionBoundedByTenantPods(t *testing.T) {
 	}
 	res := r.Revoke(ctx, p)
 	require.NoError(t, res.Err())
-	msg := res.Condition().Message
+	msg := kubeflow.Condition(res).Message
 	t.Logf("%d pods: the Profile's condition message has %d characters", pods, len(msg))
 	assert.LessOrEqual(t, len(msg), 32768, "the condition message grows with the number and names of the tenant's pods")
 }

@@ -29,6 +29,7 @@ import (
 	profileplugins "github.com/kubeflow-ambient/profile-plugins"
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
 
@@ -270,7 +271,7 @@ func (m managedConfigMapsOnly) Get(ctx context.Context, key client.ObjectKey, ob
 		return err
 	}
 	if cm, ok := obj.(*corev1.ConfigMap); ok {
-		if !runner.ManagedSelector().Matches(labels.Set(obj.GetLabels())) {
+		if !plugin.ManagedSelector().Matches(labels.Set(obj.GetLabels())) {
 			return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
 		}
 		*cm = *trimmed(cm)
@@ -294,7 +295,7 @@ func (m managedConfigMapsOnly) List(ctx context.Context, list client.ObjectList,
 	}
 	if cms, ok := list.(*corev1.ConfigMapList); ok {
 		cms.Items = slices.DeleteFunc(cms.Items, func(cm corev1.ConfigMap) bool {
-			return !runner.ManagedSelector().Matches(labels.Set(cm.Labels))
+			return !plugin.ManagedSelector().Matches(labels.Set(cm.Labels))
 		})
 		for i := range cms.Items {
 			cms.Items[i] = *trimmed(&cms.Items[i])
@@ -305,7 +306,7 @@ func (m managedConfigMapsOnly) List(ctx context.Context, list client.ObjectList,
 
 // trimmed is cm as profileplugins.CacheByObject's transform keeps it in the cache.
 func trimmed(cm *corev1.ConfigMap) *corev1.ConfigMap {
-	out, err := runner.TrimConfigMap(cm.DeepCopy())
+	out, err := plugin.TrimConfigMap(cm.DeepCopy())
 	if err != nil {
 		panic(err)
 	}

@@ -2,7 +2,7 @@ package runner_test
 
 // These tests wire the runner as cmd/profile-plugins-controller does: a Reader that caches ConfigMaps and
 // Gateways only when they carry the plugins' label (a cache.ByObject label selector), keeps of
-// each ConfigMap only what runner.TrimConfigMap keeps, and holds no Pods, and an APIReader (a
+// each ConfigMap only what plugin.TrimConfigMap keeps, and holds no Pods, and an APIReader (a
 // manager's GetAPIReader()) that the tests watch.
 
 import (
@@ -29,6 +29,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	config "github.com/kubeflow-ambient/profile-plugins/config/v1alpha1"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 	"github.com/kubeflow-ambient/profile-plugins/pss"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
@@ -59,7 +60,7 @@ func cachedWithSelector(obj runtime.Object) bool {
 }
 
 // selectedReader is a cache with a label selector on the kinds hides names: it shows their objects
-// only when they carry runner.ManagedSelector's label, and ConfigMaps only as runner.TrimConfigMap
+// only when they carry plugin.ManagedSelector's label, and ConfigMaps only as plugin.TrimConfigMap
 // leaves them (runner.CacheByObject's transform). It holds no Pods: reading one fails the test.
 type selectedReader struct {
 	client.Reader
@@ -74,11 +75,11 @@ func (s selectedReader) Get(ctx context.Context, key client.ObjectKey, obj clien
 	if err := s.Reader.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	if s.hides(obj) && !runner.ManagedSelector().Matches(labels.Set(obj.GetLabels())) {
+	if s.hides(obj) && !plugin.ManagedSelector().Matches(labels.Set(obj.GetLabels())) {
 		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
 	}
 	if cm, ok := obj.(*corev1.ConfigMap); ok {
-		trimmed, err := runner.TrimConfigMap(cm)
+		trimmed, err := plugin.TrimConfigMap(cm)
 		require.NoError(s.t, err)
 		*cm = *trimmed.(*corev1.ConfigMap)
 	}
@@ -98,11 +99,11 @@ func (s selectedReader) List(ctx context.Context, list client.ObjectList, opts .
 	}
 	var kept []runtime.Object
 	for _, it := range items {
-		if s.hides(list) && !runner.ManagedSelector().Matches(labels.Set(it.(client.Object).GetLabels())) {
+		if s.hides(list) && !plugin.ManagedSelector().Matches(labels.Set(it.(client.Object).GetLabels())) {
 			continue
 		}
 		if cm, ok := it.(*corev1.ConfigMap); ok {
-			trimmed, err := runner.TrimConfigMap(cm)
+			trimmed, err := plugin.TrimConfigMap(cm)
 			require.NoError(s.t, err)
 			it = trimmed.(*corev1.ConfigMap)
 		}
