@@ -50,7 +50,7 @@ type mesh struct {
 	writes []string // "apply Kind/name", "update Kind/name", "delete Kind/name", "patch Kind/name", "labels k1,k2"
 	// fail, when set, decides whether the next write fails before it reaches the server.
 	fail func(verb string, obj any) error
-	// apiReads lists the reads sent past the Reader when selectedWiring is on (see reads_test.go).
+	// apiReads lists the reads sent past the Reader when selectedWiring is on (see selectedreads_test.go).
 	apiReads []string
 }
 
