@@ -193,16 +193,7 @@ func TestLabelWriteToRecreatedNamespaceFailsClosed(t *testing.T) {
 
 	cs, err := kubernetes.NewForConfig(env.Base)
 	require.NoError(t, err)
-	require.NoError(t, cs.CoreV1().Namespaces().Delete(ctx, p.Name, metav1.DeleteOptions{}))
-	n, err := cs.CoreV1().Namespaces().Get(ctx, p.Name, metav1.GetOptions{})
-	require.NoError(t, err)
-	n.Spec.Finalizers = nil
-	_, err = cs.CoreV1().Namespaces().Finalize(ctx, n, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		_, err := cs.CoreV1().Namespaces().Get(ctx, p.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	}, 10*time.Second, 50*time.Millisecond)
+	removeNamespaceNow(ctx, t, cs, p.Name)
 	require.NoError(t, root.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Name,
 		Annotations: map[string]string{ownership.OwnerAnnotation: "alice@example.com"}}}))
 
@@ -278,16 +269,7 @@ func TestLabelWriteDoesNotRecreateNamespace(t *testing.T) {
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			if _, isNamespace := obj.(*corev1ac.NamespaceApplyConfiguration); isNamespace && !raced {
 				raced = true
-				require.NoError(t, cs.CoreV1().Namespaces().Delete(ctx, p.Name, metav1.DeleteOptions{}))
-				n, err := cs.CoreV1().Namespaces().Get(ctx, p.Name, metav1.GetOptions{})
-				require.NoError(t, err)
-				n.Spec.Finalizers = nil
-				_, err = cs.CoreV1().Namespaces().Finalize(ctx, n, metav1.UpdateOptions{})
-				require.NoError(t, err)
-				require.Eventually(t, func() bool {
-					_, err := cs.CoreV1().Namespaces().Get(ctx, p.Name, metav1.GetOptions{})
-					return apierrors.IsNotFound(err)
-				}, 10*time.Second, 50*time.Millisecond)
+				removeNamespaceNow(ctx, t, cs, p.Name)
 			}
 			return c.Apply(ctx, obj, opts...)
 		},

@@ -473,3 +473,20 @@ func TestConditionBoundedByTenantPods(t *testing.T) {
 	t.Logf("%d pods: the Profile's condition message has %d characters", pods, len(msg))
 	assert.LessOrEqual(t, len(msg), 32768, "the condition message grows with the number and names of the tenant's pods")
 }
+
+// removeNamespaceNow deletes namespace name and finalizes it at once, as no namespace controller
+// runs beside the test API server, and waits until it is gone: the next create of that name makes
+// a new namespace with a new UID.
+func removeNamespaceNow(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) {
+	t.Helper()
+	require.NoError(t, cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}))
+	n, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Spec.Finalizers = nil
+	_, err = cs.CoreV1().Namespaces().Finalize(ctx, n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 10*time.Second, 50*time.Millisecond, "namespace %s is gone", name)
+}
