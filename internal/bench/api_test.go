@@ -65,6 +65,9 @@ type knobs struct {
 	runs    int      // BENCH_RUNS: rotated runs (default 3)
 	impls   []string // BENCH_IMPLS: comma-separated (default library,baseline; floor may be added)
 	clutter bool     // BENCH_CLUTTER: 0 leaves the namespaces empty (default 1)
+	// BENCH_PROVISION: the library's waypoint provisioning (default: config's, always); with
+	// onDemand the library caches every EndpointSlice and is reported as library-onDemand.
+	provision config.WaypointProvision
 }
 
 func readKnobs(b *testing.B) knobs {
@@ -89,6 +92,12 @@ func readKnobs(b *testing.B) knobs {
 		}
 	}
 	k.clutter = os.Getenv("BENCH_CLUTTER") != "0"
+	switch v := config.WaypointProvision(os.Getenv("BENCH_PROVISION")); v {
+	case "", config.ProvisionAlways, config.ProvisionOnDemand:
+		k.provision = v
+	default:
+		b.Fatalf("BENCH_PROVISION=%q: want %s or %s", v, config.ProvisionAlways, config.ProvisionOnDemand)
+	}
 	return k
 }
 
@@ -140,8 +149,15 @@ func BenchmarkAPI(b *testing.B) {
 			if impl == proc.Floor {
 				passes = passes[:1] // it cannot tell a second pass from the first
 			}
-			rep := launch(ctx, b, proc.Spec{Impl: impl, Kubeconfig: kubeconfig, Namespaces: nss, Passes: passes,
-				Workers: Workers, QPS: 1000, Burst: 2000})
+			spec := proc.Spec{Impl: impl, Kubeconfig: kubeconfig, Namespaces: nss, Passes: passes,
+				Workers: Workers, QPS: 1000, Burst: 2000}
+			if impl == proc.Library {
+				spec.Provision = k.provision
+			}
+			rep := launch(ctx, b, spec)
+			if spec.Provision == config.ProvisionOnDemand {
+				rep.Impl = proc.Library + "-" + string(config.ProvisionOnDemand)
+			}
 			record(b, rep, k.n, run, pos+1)
 		}
 	}
@@ -295,7 +311,7 @@ func reset(ctx context.Context, c client.Client, nss []string) error {
 // managedKinds are the kinds the plugins write with either configuration, from a rendering.
 func managedKinds(c client.Client) ([]schema.GroupVersionKind, error) {
 	var out []schema.GroupVersionKind
-	for _, cfg := range []*config.Config{config.Default(), proc.Changed()} {
+	for _, cfg := range []*config.Config{config.Default(), proc.Spec{}.Config(proc.Change)} {
 		ps, err := plugins.New(cfg)
 		if err != nil {
 			return nil, err

@@ -63,6 +63,15 @@ func goals(d *data) []verdict {
 		}
 		return verdict{status: met(*lib <= *base && *lib <= maxPeakRSSMiB), numbers: fmt.Sprintf("library %.0f MiB, baseline %.0f MiB", *lib, *base)}
 	})
+	// Issue #24's last goal: the memory of the onDemand controller, which caches every
+	// EndpointSlice of the cluster (the clutter holds the notebooks' slices).
+	atScale(fmt.Sprintf("peak RSS of the library with waypoints onDemand at N=%s, EndpointSlices in the clutter, ≤ the baseline's", scaleN), func(n string) verdict {
+		lib, base := d.median("memory", "library-onDemand", n, "peak-RSS-MiB"), d.median("memory", "baseline", n, "peak-RSS-MiB")
+		if lib == nil || base == nil {
+			return verdict{status: unmeasured, numbers: "library-onDemand (BENCH_PROVISION=onDemand) or baseline missing"}
+		}
+		return verdict{status: met(*lib <= *base), numbers: fmt.Sprintf("library-onDemand %.0f MiB, baseline %.0f MiB", *lib, *base)}
+	})
 	out = append(out, everyN(d, "first pass: writes/ns ≤ the baseline's", func(n string) (bool, string, bool) {
 		lib, base := d.median("first", "library", n, "writes/ns"), d.median("first", "baseline", n, "writes/ns")
 		if lib == nil || base == nil {

@@ -257,7 +257,9 @@ func keyOf(name string) (apiKey, bool) {
 	return apiKey{}, false
 }
 
-var impls = []string{"library", "baseline", "floor"}
+// impls are the implementations of the API benchmark, in the order of its tables; library-onDemand
+// is the library with waypoints provisioned onDemand (BENCH_PROVISION), which caches EndpointSlices.
+var impls = []string{"library", "library-onDemand", "baseline", "floor"}
 
 var passes = []string{"first", "steady", "change"}
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubeflow-ambient/profile-plugins/authz"
+	"github.com/kubeflow-ambient/profile-plugins/plugin"
 )
 
 // How many of each kind one namespace holds.
@@ -24,8 +26,13 @@ const (
 	// ServiceAccounts are the profiles controller's default-editor and default-viewer, which the
 	// Pods run as and which the profiles controller caches.
 	ServiceAccounts = 2
+	// EndpointSlices are those of the notebooks' Services (every other Pod is a notebook's), as
+	// the EndpointSlice controller writes them; a controller with waypoints provisioned onDemand
+	// caches every EndpointSlice of the cluster. The Services themselves are left out: no
+	// implementation reads them.
+	EndpointSlices = Pods / 2
 	// PerNamespace is the number of objects Objects returns.
-	PerNamespace = Pods + ConfigMaps + RoleBindings + Secrets + ServiceAccounts
+	PerNamespace = Pods + ConfigMaps + RoleBindings + Secrets + ServiceAccounts + EndpointSlices
 )
 
 // Objects returns the foreign objects of namespace ns whose Profile owner is owner, in the order
@@ -50,6 +57,9 @@ func Objects(ns, owner string) []client.Object {
 		} else {
 			out = append(out, pipelinePod(ns, i))
 		}
+	}
+	for i := 0; i < Pods; i += 2 {
+		out = append(out, notebookEndpointSlice(ns, i))
 	}
 	return out
 }
@@ -137,6 +147,28 @@ func notebookPod(ns string, i int) *corev1.Pod {
 				{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: fmt.Sprintf("credentials-%d", i%Secrets)}}},
 			},
 		},
+	}
+}
+
+// notebookEndpointSlice is the EndpointSlice of the Service in front of notebookPod(ns, i), as
+// kube-controller-manager's EndpointSlice controller writes it: the Service's labels copied, its
+// name and the controller's in the well-known labels, and one ready endpoint whose targetRef names
+// the pod (k8s.io/endpointslice reconciler_helpers.go newEndpointSlice, utils.go podToEndpoint).
+func notebookEndpointSlice(ns string, i int) *discoveryv1.EndpointSlice {
+	name := fmt.Sprintf("notebook-%d", i)
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-x7k2p", Namespace: ns,
+			Labels: map[string]string{"app": name, "notebook-name": name,
+				discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: plugin.EndpointSliceController},
+			Annotations: map[string]string{"endpoints.kubernetes.io/last-change-trigger-time": "2026-11-30T10:00:00Z"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{fmt.Sprintf("10.244.%d.%d", i, 10+i)},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+			NodeName:   ptr.To("worker-1"),
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: name + "-0"},
+		}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http-" + name), Port: ptr.To[int32](8888), Protocol: ptr.To(corev1.ProtocolTCP)}},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -50,8 +51,12 @@ func TestObjectsAreForeignAndRealistic(t *testing.T) {
 			kinds["Secret"]++
 		case *corev1.ServiceAccount:
 			kinds["ServiceAccount"]++
+		case *discoveryv1.EndpointSlice:
+			kinds["EndpointSlice"]++
+			// Written as the EndpointSlice controller writes it, so onDemand counts it as activity.
+			assert.True(t, plugin.Serving(o), o.Name)
 		}
 	}
-	assert.Equal(t, map[string]int{"Pod": clutter.Pods, "ConfigMap": clutter.ConfigMaps, "RoleBinding": clutter.RoleBindings, "Secret": clutter.Secrets, "ServiceAccount": clutter.ServiceAccounts}, kinds)
+	assert.Equal(t, map[string]int{"Pod": clutter.Pods, "ConfigMap": clutter.ConfigMaps, "RoleBinding": clutter.RoleBindings, "Secret": clutter.Secrets, "ServiceAccount": clutter.ServiceAccounts, "EndpointSlice": clutter.EndpointSlices}, kinds)
 	assert.Equal(t, 2, contributors)
 }

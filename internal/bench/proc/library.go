@@ -7,6 +7,7 @@ import (
 
 	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -31,32 +33,46 @@ import (
 // the reference wiring changes, change these with it. Reads through the API reader reach the API
 // server and so are counted in reads/ns.
 
-// libraryManager is cmd/profile-plugins-controller's run: ctrl.NewManager with its scheme and its
-// cache options (profileplugins.CacheOptions), the rest.Config wrapped by WithWarnings; metrics and
-// probes are off here.
-func libraryManager(cfg *rest.Config) (manager.Manager, error) {
-	return ctrl.NewManager(runner.WithWarnings(cfg), ctrl.Options{
+// libraryManager is cmd/profile-plugins-controller's run: ctrl.NewManager with its scheme and the
+// cache options of the plugins of cfg (profileplugins.CacheOptions), the rest.Config wrapped by
+// WithWarnings; metrics and probes are off here.
+func libraryManager(restCfg *rest.Config, cache cache.Options) (manager.Manager, error) {
+	return ctrl.NewManager(runner.WithWarnings(restCfg), ctrl.Options{
 		Scheme:  newScheme(),
-		Cache:   profileplugins.CacheOptions(),
+		Cache:   cache,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 }
 
+// libraryCache is cmd/profile-plugins-controller's cacheOptions for the plugins of cfg.
+func libraryCache(cfg *config.Config) (cache.Options, error) {
+	ps, err := profileplugins.New(cfg)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	return profileplugins.CacheOptions(ps...), nil
+}
+
 // libraryWatches are the informers cmd/profile-plugins-controller's setup opens with For, Owns and
-// Watches (RoleBindings as metadata only, builder.OnlyMetadata). The runner opens the rest itself
-// on its first read through the manager's client, as it would in the controller.
-func libraryWatches() []client.Object {
+// Watches (RoleBindings as metadata only, builder.OnlyMetadata; EndpointSlices with waypoints
+// provisioned onDemand). The runner opens the rest itself on its first read through the manager's
+// client, as it would in the controller.
+func libraryWatches(cfg *config.Config) []client.Object {
 	rb := &metav1.PartialObjectMetadata{}
 	rb.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("RoleBinding"))
-	return []client.Object{&profilev1.Profile{}, &corev1.Namespace{}, &gatewayv1.Gateway{},
+	watches := []client.Object{&profilev1.Profile{}, &corev1.Namespace{}, &gatewayv1.Gateway{},
 		&istiosecurityv1.AuthorizationPolicy{}, &corev1.ConfigMap{}, rb}
+	if cfg.Mesh.OnDemand() {
+		watches = append(watches, &discoveryv1.EndpointSlice{})
+	}
+	return watches
 }
 
 // libraryRunner is cmd/profile-plugins-controller's newManagedReconciler: profileplugins.NewRunner
 // around the manager's client, reading past the cache as profileplugins.WithManager sets it up for
 // the manager's cache options.
-func libraryRunner(mgr manager.Manager, c client.Client, cfg *config.Config) (*runner.Runner, error) {
-	return profileplugins.NewRunner(c, cfg, profileplugins.WithManager(mgr, profileplugins.CacheOptions()))
+func libraryRunner(mgr manager.Manager, c client.Client, cfg *config.Config, cache cache.Options) (*runner.Runner, error) {
+	return profileplugins.NewRunner(c, cfg, profileplugins.WithManager(mgr, cache))
 }
 
 // newScheme registers what the plugins write and the Profile, as cmd/profile-plugins-controller
@@ -69,22 +85,30 @@ func newScheme() *runtime.Scheme {
 
 type library struct {
 	mgr     manager.Manager
+	cache   cache.Options
 	client  client.Client
 	track   *tracker
 	mu      sync.Mutex
 	runners map[*config.Config]*runner.Runner
 }
 
-func startLibrary(ctx context.Context, cfg *rest.Config) (*library, error) {
-	mgr, err := libraryManager(cfg)
+// startLibrary starts the library's manager as the reference controller would for configuration
+// cfg (its cache options and watches; the passes may then change the user-id header, which changes
+// neither).
+func startLibrary(ctx context.Context, restCfg *rest.Config, cfg *config.Config) (*library, error) {
+	co, err := libraryCache(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := startManager(ctx, mgr, libraryWatches()); err != nil {
+	mgr, err := libraryManager(restCfg, co)
+	if err != nil {
+		return nil, err
+	}
+	if err := startManager(ctx, mgr, libraryWatches(cfg)); err != nil {
 		return nil, err
 	}
 	track := newTracker(mgr.GetScheme())
-	return &library{mgr: mgr, client: track.wrap(withWatch{mgr.GetClient()}), track: track, runners: map[*config.Config]*runner.Runner{}}, nil
+	return &library{mgr: mgr, cache: co, client: track.wrap(withWatch{mgr.GetClient()}), track: track, runners: map[*config.Config]*runner.Runner{}}, nil
 }
 
 func (l *library) runner(cfg *config.Config) (*runner.Runner, error) {
@@ -93,7 +117,7 @@ func (l *library) runner(cfg *config.Config) (*runner.Runner, error) {
 	if r, ok := l.runners[cfg]; ok {
 		return r, nil
 	}
-	r, err := libraryRunner(l.mgr, l.client, cfg)
+	r, err := libraryRunner(l.mgr, l.client, cfg, l.cache)
 	if err == nil {
 		l.runners[cfg] = r
 	}

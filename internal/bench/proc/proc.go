@@ -46,6 +46,24 @@ type Spec struct {
 	// QPS and Burst of the process's client; the same for every implementation.
 	QPS   float32 `json:"qps"`
 	Burst int     `json:"burst"`
+	// Provision is the library's waypoint provisioning (config's mesh.waypoint.provision): empty
+	// for the default (always); onDemand makes it watch and cache every EndpointSlice. The
+	// baseline and the floor have no waypoints on demand and ignore it.
+	Provision config.WaypointProvision `json:"provision,omitempty"`
+}
+
+// Config is the configuration of a pass: the default, with the Spec's provisioning, and in the
+// change pass a different user-id header, so that exactly one object per namespace (the owner
+// policy) changes.
+func (s Spec) Config(pass string) *config.Config {
+	cfg := config.Default()
+	if s.Provision != "" {
+		cfg.Mesh.Waypoint.Provision = s.Provision
+	}
+	if pass == Change {
+		cfg.Authorization.UserIDHeader = "x-kubeflow-user"
+	}
+	return cfg
 }
 
 // Report is what one process measured.
@@ -117,16 +135,13 @@ func Run(ctx context.Context, spec Spec) (*Report, error) {
 	defer cancel()
 
 	start := time.Now()
-	impl, err := start1(ctx, spec.Impl, counted)
+	impl, err := start1(ctx, spec, counted)
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", spec.Impl, err)
 	}
 	rep := &Report{Impl: spec.Impl, StartSeconds: time.Since(start).Seconds()}
 	for _, pass := range spec.Passes {
-		cfg := config.Default()
-		if pass == Change {
-			cfg = Changed()
-		}
+		cfg := spec.Config(pass)
 		pr, err := runPass(ctx, impl, cfg, pass, spec, count)
 		if err != nil {
 			return nil, err
@@ -148,14 +163,6 @@ func Run(ctx context.Context, spec Spec) (*Report, error) {
 	return rep, err
 }
 
-// Changed is the configuration of the change pass: the owner policy's user-id header differs,
-// so exactly one object per namespace (the owner policy) changes.
-func Changed() *config.Config {
-	cfg := config.Default()
-	cfg.Authorization.UserIDHeader = "x-kubeflow-user"
-	return cfg
-}
-
 // implementation reconciles one namespace at a time and can wait until what it wrote is in its
 // own cache.
 type implementation interface {
@@ -165,16 +172,16 @@ type implementation interface {
 	settle(ctx context.Context) error
 }
 
-func start1(ctx context.Context, name string, cfg *rest.Config) (implementation, error) {
-	switch name {
+func start1(ctx context.Context, spec Spec, cfg *rest.Config) (implementation, error) {
+	switch name := spec.Impl; name {
 	case Library:
-		return startLibrary(ctx, cfg)
+		return startLibrary(ctx, cfg, spec.Config(First))
 	case Baseline:
 		return startBaseline(ctx, cfg)
 	case Floor:
 		return startFloor(cfg)
 	}
-	return nil, fmt.Errorf("impl %q: want %s, %s or %s", name, Library, Baseline, Floor)
+	return nil, fmt.Errorf("impl %q: want %s, %s or %s", spec.Impl, Library, Baseline, Floor)
 }
 
 const maxErrors = 5
