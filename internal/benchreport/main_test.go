@@ -64,6 +64,23 @@ func TestGoalsFollowTheNumbers(t *testing.T) {
 	assert.Contains(t, small, "| peak RSS of the library at N=10000 ≤ the baseline's and ≤ 300 MiB | not measured | no N=10000 run; at N=50 it would be met: library 40 MiB, baseline 45 MiB |")
 }
 
+// TestOnDemandMemoryGoalFollowsTheNumbers checks the goal of the library with waypoints onDemand
+// (which caches EndpointSlices) against the baseline of the same run, both ways, and its row in the
+// memory table.
+func TestOnDemandMemoryGoalFollowsTheNumbers(t *testing.T) {
+	const goal = "| peak RSS of the library with waypoints onDemand at N=10000, EndpointSlices in the clutter, ≤ the baseline's |"
+	memory := func(impl, rss string) string {
+		return "BenchmarkAPI/memory/" + impl + "/run=1/N=10000-2 1 2000 ns/op 100 live-heap-MiB " + rss + " peak-RSS-MiB 1.5 start-s\n"
+	}
+	met := report(t, memory("library-onDemand", "600")+memory("baseline", "650"))
+	assert.Contains(t, met, goal+" met | library-onDemand 600 MiB, baseline 650 MiB |")
+	assert.Contains(t, met, "| library-onDemand | 1 | 600 | 100 | 0.92× | 1.5 |")
+	notMet := report(t, memory("library-onDemand", "700")+memory("baseline", "650"))
+	assert.Contains(t, notMet, goal+" **not met** | library-onDemand 700 MiB, baseline 650 MiB |")
+	missing := report(t, memory("library", "600")+memory("baseline", "650"))
+	assert.Contains(t, missing, goal+" not measured | library-onDemand (BENCH_PROVISION=onDemand) or baseline missing |")
+}
+
 // The waiting benchmark has its own table: reconciles in an hour, fixed requeue and backoff.
 func TestWaitingNamespaceTable(t *testing.T) {
 	out := report(t, "BenchmarkWaiting/fixed-2 1 452388578 ns/op 240.0 reconciles/h\nBenchmarkWaiting/backoff-2 1 25463430 ns/op 11.00 reconciles/h\n")
