@@ -5,7 +5,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -59,4 +63,63 @@ func EnqueueProfileOfOwner(profiles client.Reader) handler.EventHandler {
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ref.Name}}}
 	})
+}
+
+// NewProfilePriority is the queue priority [EnqueueNewProfilesFirst] gives a Profile the
+// controller has not yet answered; controller-runtime's events have priority 0, and those of an
+// informer's initial list handler.LowPriority.
+const NewProfilePriority = 100
+
+// EnqueueNewProfilesFirst puts a Profile whose status has no [ConditionType] condition yet, one no
+// controller of these plugins has answered, ahead of every other request in the controller's
+// queue, when that queue is controller-runtime's priority queue (its default; otherwise it adds
+// nothing). Watch Profiles with it beside For, whose own handler still enqueues every Profile:
+// after a restart, a change of mesh mode for instance, the informer's initial list enqueues every
+// Profile at the same low priority, in no order the controller chooses, so a user registering
+// then would wait behind a share of the whole fleet's switch. A request already queued is only
+// raised (priorityqueue's AddWithOpts keeps the higher priority). It reads the Profile type of
+// package profilev1, the reference controller's; any other type (a fork's own) adds nothing.
+func EnqueueNewProfilesFirst() handler.EventHandler {
+	return newProfilesFirst{}
+}
+
+type newProfilesFirst struct{}
+
+func (newProfilesFirst) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	addIfNew(e.Object, q)
+}
+
+func (newProfilesFirst) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	addIfNew(e.ObjectNew, q)
+}
+
+func (newProfilesFirst) Delete(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+
+func (newProfilesFirst) Generic(context.Context, event.GenericEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+
+// addIfNew adds obj's request at NewProfilePriority if obj is a Profile not yet answered and q a
+// priority queue.
+func addIfNew(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	p, ok := obj.(*profilev1.Profile)
+	if !ok || answered(p) {
+		return
+	}
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !ok {
+		return
+	}
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(NewProfilePriority)},
+		reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+}
+
+// answered says whether p's status carries this controller's condition.
+func answered(p *profilev1.Profile) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == ConditionType {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package kubeflow_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow"
@@ -77,4 +80,53 @@ func TestEnqueueProfileOfOwnerFollowsOnlyTheProfilesOwnNamespaceAndUID(t *testin
 	assert.Equal(t, 1, q.Len())
 	item, _ := q.Get()
 	assert.Equal(t, reconcile.Request{NamespacedName: types.NamespacedName{Name: "victim"}}, item)
+}
+
+// TestNewProfilesFirst: after a restart every Profile arrives in the informer's initial list at
+// low priority; a Profile no controller has answered yet goes ahead of them, one already answered
+// is left where For's handler put it, and a plain work queue gets nothing.
+func TestNewProfilesFirst(t *testing.T) {
+	ctx := context.Background()
+	q := priorityqueue.New[reconcile.Request]("profiles")
+	defer q.ShutDown()
+	req := func(name string) reconcile.Request {
+		return reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
+	}
+	profile := func(name string, answered bool) *profilev1.Profile {
+		p := &profilev1.Profile{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if answered {
+			p.Status.Conditions = []profilev1.ProfileCondition{{Type: kubeflow.ConditionType, Status: "True"}}
+		}
+		return p
+	}
+	// The initial list, as For's handler enqueues it.
+	for _, name := range []string{"team-a", "team-b", "newcomer", "team-c"} {
+		q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, req(name))
+	}
+	h := kubeflow.EnqueueNewProfilesFirst()
+	for _, name := range []string{"team-a", "team-b", "team-c"} {
+		h.Create(ctx, event.CreateEvent{Object: profile(name, true), IsInInitialList: true}, q)
+	}
+	h.Create(ctx, event.CreateEvent{Object: profile("newcomer", false), IsInInitialList: true}, q)
+
+	require.Eventually(t, func() bool { return q.Len() == 4 }, 5*time.Second, 10*time.Millisecond)
+	first, priority, _ := q.GetWithPriority()
+	assert.Equal(t, req("newcomer"), first, "the Profile nobody answered goes first")
+	assert.Equal(t, kubeflow.NewProfilePriority, priority)
+	for _, want := range []string{"team-a", "team-b", "team-c"} {
+		got, priority, _ := q.GetWithPriority()
+		assert.Equal(t, req(want), got, "answered Profiles keep the initial list's order")
+		assert.Equal(t, handler.LowPriority, priority)
+	}
+
+	// An update that answers it adds nothing; an edit of one still unanswered raises it again.
+	h.Update(ctx, event.UpdateEvent{ObjectOld: profile("newcomer", false), ObjectNew: profile("newcomer", true)}, q)
+	assert.Zero(t, q.Len())
+	h.Update(ctx, event.UpdateEvent{ObjectOld: profile("late", false), ObjectNew: profile("late", false)}, q)
+	require.Eventually(t, func() bool { return q.Len() == 1 }, 5*time.Second, 10*time.Millisecond)
+
+	plain := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer plain.ShutDown()
+	h.Create(ctx, event.CreateEvent{Object: profile("newcomer", false)}, plain)
+	assert.Zero(t, plain.Len(), "without a priority queue For's handler alone enqueues")
 }

@@ -202,6 +202,9 @@ func newManagedReconciler(mgr ctrl.Manager, cfg *config.Config) (*Reconciler, er
 func setup(mgr ctrl.Manager, r reconcile.Reconciler, onDemand bool) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&profilev1.Profile{}).
+		// A Profile nobody has answered yet (a new user's) goes ahead of the fleet's re-decisions
+		// after a restart (issue #32 item 7).
+		Watches(&profilev1.Profile{}, kubeflow.EnqueueNewProfilesFirst()).
 		Watches(&corev1.Namespace{}, kubeflow.EnqueueProfileOfSameName()).
 		// Not Owns: it follows a controller reference by name from any namespace.
 		Watches(&corev1.ConfigMap{}, kubeflow.EnqueueProfileOfOwner(mgr.GetClient())).

@@ -92,9 +92,11 @@ func TestWaitingNamespaceTable(t *testing.T) {
 
 // The switch benchmark has its own table, one row per N.
 func TestSwitchTable(t *testing.T) {
-	out := report(t, "BenchmarkSwitch/switch/ambient-to-sidecar/N=10-2 1 3868 ns/op 197.0 ms/namespace 0.6717 newcomer-s 0.3409 newcomer/switch 1.970 switch-s\n")
+	out := report(t, "BenchmarkSwitch/switch/ambient-to-sidecar/N=10-2 1 3868 ns/op 197.0 ms/namespace 0.6717 newcomer-s 0.3409 newcomer/switch 1.970 switch-s\n"+
+		"BenchmarkSwitch/switch/ambient-to-sidecar/N=1000-2 1 3868 ns/op 100.0 ms/namespace 5.5 newcomer-s 0.055 newcomer/switch 100.0 switch-s 3.65 workers-s\n")
 	assert.Contains(t, out, "## Switch of mesh mode")
-	assert.Contains(t, out, "| ambient-to-sidecar | 10 | 1.97 | 197.0 | 0.67 | 0.34 |")
+	assert.Contains(t, out, "| ambient-to-sidecar | 10 | 1.97 | 197.0 | 0.67 | 0.34 | - |", "a run from before workers-s")
+	assert.Contains(t, out, "| ambient-to-sidecar | 1000 | 100.00 | 100.0 | 5.50 | 0.06 | 3.65 |")
 	assert.NotContains(t, out, "## Generation", "not a generation benchmark")
 }
 
