@@ -2,6 +2,7 @@ package kubeflow
 
 import (
 	"context"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -80,23 +81,14 @@ const NewProfilePriority = 100
 // raised (priorityqueue's AddWithOpts keeps the higher priority). It reads the Profile type of
 // package profilev1, the reference controller's; any other type (a fork's own) adds nothing.
 func EnqueueNewProfilesFirst() handler.EventHandler {
-	return newProfilesFirst{}
-}
-
-type newProfilesFirst struct{}
-
-func (newProfilesFirst) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	addIfNew(e.Object, q)
-}
-
-func (newProfilesFirst) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	addIfNew(e.ObjectNew, q)
-}
-
-func (newProfilesFirst) Delete(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-}
-
-func (newProfilesFirst) Generic(context.Context, event.GenericEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			addIfNew(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			addIfNew(e.ObjectNew, q)
+		},
+	}
 }
 
 // addIfNew adds obj's request at NewProfilePriority if obj is a Profile not yet answered and q a
@@ -116,10 +108,5 @@ func addIfNew(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcil
 
 // answered says whether p's status carries this controller's condition.
 func answered(p *profilev1.Profile) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == ConditionType {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(p.Status.Conditions, func(c profilev1.ProfileCondition) bool { return c.Type == ConditionType })
 }
