@@ -1,6 +1,8 @@
 package kubeflow
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubeflow-ambient/profile-plugins/kubeflow/profilev1"
 	"github.com/kubeflow-ambient/profile-plugins/runner"
 )
@@ -13,9 +15,9 @@ const ConditionType = "ProfilePluginsReady"
 // reconciler writes it to the Profile's status from Integration.AfterApply.
 func Condition(res *runner.Result) profilev1.ProfileCondition {
 	ready, msg := res.Summary()
-	status := "False"
+	status := metav1.ConditionFalse
 	if ready {
-		status = "True"
+		status = metav1.ConditionTrue
 	}
-	return profilev1.ProfileCondition{Type: ConditionType, Status: status, Message: msg}
+	return profilev1.ProfileCondition{Type: ConditionType, Status: string(status), Message: msg}
 }
